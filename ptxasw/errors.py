@@ -1,0 +1,32 @@
+"""Diagnostics that reach users as one line: ``file:line:col: message``.
+
+Every user-facing failure of ptxasw is a `PtxError` (or a subclass), so the
+command line and the ``ptxas`` wrapper can print it without a traceback and
+the wrapper can decide to fail open.
+"""
+
+from __future__ import annotations
+
+from ptxasw.parser.ir import SourceLoc
+
+
+class PtxError(Exception):
+    """An error in the user's PTX (or in what we were asked to do with it)."""
+
+    def __init__(self, message: str, loc: SourceLoc | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.loc = loc
+
+    def __str__(self) -> str:
+        if self.loc is None:
+            return self.message
+        return f"{self.loc}: {self.message}"
+
+
+class PtxSyntaxError(PtxError):
+    """The text is not PTX: a token or construct the grammar does not accept."""
+
+
+class UnsupportedError(PtxError):
+    """Valid PTX that this stage does not handle (yet)."""

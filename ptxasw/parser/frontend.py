@@ -1,0 +1,603 @@
+"""PTX text -> typed IR, in one LALR pass.
+
+The transformer runs inside the Lark LALR parser (no parse tree is built),
+which is what makes 100k-line compiler output parse in seconds. Opcodes are
+resolved against the instruction table while parsing, so an unknown
+instruction is reported with its exact position.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Any
+
+from lark import Lark, Token, Transformer
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+
+from ptxasw.errors import PtxError, PtxSyntaxError
+from ptxasw.parser import ir, isa
+from ptxasw.parser.lexer import SIMPLE_OPERAND, LexError, PtxLexer
+
+GRAMMAR_PATH = Path(__file__).with_name("ptx.lark")
+
+
+LINKAGE = frozenset({".visible", ".extern", ".weak", ".common"})
+STATE_SPACES = frozenset(
+    {".reg", ".sreg", ".const", ".global", ".local", ".param", ".shared", ".tex", ".surf"}
+)
+VECTORS = frozenset({".v2", ".v4", ".v8", ".v16"})
+
+# C precedence of the binary operators of PTX constant expressions.
+PRECEDENCE = {
+    "*": 10, "/": 10, "%": 10,
+    "+": 9, "-": 9,
+    "<<": 8, ">>": 8,
+    "<": 7, ">": 7, "<=": 7, ">=": 7,
+    "==": 6, "!=": 6,
+    "&": 5, "^": 4, "|": 3, "&&": 2, "||": 1,
+}  # fmt: skip
+
+
+def _loc(path: str, tok: Token) -> ir.SourceLoc:
+    return ir.SourceLoc(path, tok.line or 0, tok.column or 0)
+
+
+def parse_int(text: str) -> int:
+    """PTX integer literal: hex, binary, octal (leading 0) or decimal, optional U."""
+    body = text[:-1] if text.endswith("U") else text
+    if body[:2] in ("0x", "0X"):
+        return int(body[2:], 16)
+    if body[:2] in ("0b", "0B"):
+        return int(body[2:], 2)
+    if len(body) > 1 and body[0] == "0":
+        return int(body, 8)
+    return int(body)
+
+
+class _ToIR(Transformer):  # type: ignore[type-arg]
+    """Callbacks, one per grammar rule, building `ir` nodes bottom-up."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(visit_tokens=False)
+        self.path = path
+        # Registers may be declared without a leading '%' (``.reg .pred p;`` in
+        # inline asm); uses of those names must become registers, not symbols.
+        self.bare_registers: set[str] = set()
+
+    # ---- atoms and expressions ------------------------------------------
+
+    def atom(self, tok: Any) -> ir.Operand:
+        if not isinstance(tok, Token):
+            return tok
+        kind = tok.type
+        if kind == "REG":
+            name, _, selector = tok.partition(".")
+            return ir.Register(name, selector or None)
+        if kind == "IDENT":
+            if tok in self.bare_registers:
+                return ir.Register(str(tok))
+            return ir.Symbol(str(tok))
+        if kind == "INT":
+            return ir.IntImm(parse_int(tok), str(tok))
+        if kind == "HEX_FLOAT":
+            return ir.FloatImm("f" if tok[1] in "fF" else "d", str(tok))
+        if kind == "DEC_FLOAT":
+            return ir.FloatImm("dec", str(tok))
+        if kind == "SINK":
+            return ir.Sink()
+        if kind == "QUAL":  # section names used as values: `.b32 .debug_abbrev`
+            return ir.Symbol(str(tok))
+        raise PtxSyntaxError(f"unexpected {tok!s}", _loc(self.path, tok))
+
+    def cexpr(self, children: list[Any]) -> ir.Operand:
+        if len(children) == 1:
+            return self.atom(children[0])
+        # Flat chain `a op b op c`: apply C precedence with an operator stack.
+        operands: list[Any] = [_as_expr(self.atom(children[0]))]
+        operators: list[str] = []
+        for i in range(1, len(children), 2):
+            op = str(children[i])
+            while operators and PRECEDENCE[operators[-1]] >= PRECEDENCE[op]:
+                rhs = operands.pop()
+                operands.append(ir.BinaryExpr(operators.pop(), operands.pop(), rhs))
+            operators.append(op)
+            operands.append(_as_expr(self.atom(children[i + 1])))
+        while operators:
+            rhs = operands.pop()
+            operands.append(ir.BinaryExpr(operators.pop(), operands.pop(), rhs))
+        return operands[0]
+
+    def ternary(self, children: list[Any]) -> ir.Operand:
+        cond, then, other = (_as_expr(self.atom(c)) for c in children)
+        return ir.CallExpr("?:", (cond, then, other))
+
+    def unary(self, children: list[Any]) -> ir.Operand:
+        op, operand = children
+        value = _as_expr(self.atom(operand))
+        if op == "-" and isinstance(value, ir.IntImm):
+            # Negative literals are values, not expressions, for every later stage.
+            return ir.IntImm(-value.value, "-" + (value.text or str(value.value)))
+        return ir.UnaryExpr(str(op), value)
+
+    def call_expr(self, children: list[Any]) -> ir.Operand:
+        func, *args = children
+        return ir.CallExpr(str(func), tuple(self.atom(a) for a in args))
+
+    def paren(self, children: list[Any]) -> ir.Operand:
+        return ir.ParenOperand(tuple(self.atom(c) for c in children if c is not None))
+
+    def vector(self, children: list[Any]) -> ir.Operand:
+        return ir.VectorOperand(tuple(self.atom(c) for c in children if c is not None))
+
+    def address(self, children: list[Any]) -> ir.Address:
+        """The folded ``[base+offset]`` token of the lexer."""
+        body = children[0].value[1:-1].replace(" ", "").replace("\t", "")
+        base_text, plus, offset_text = body.partition("+")
+        base = self.atom(Token("REG" if base_text[0] == "%" else "IDENT", base_text))
+        assert isinstance(base, ir.Register | ir.Symbol)
+        if not plus:
+            return ir.Address(base, 0)
+        return ir.Address(base, parse_int(offset_text.lstrip("-")) * (-1 if offset_text[0] == "-" else 1), "+" + offset_text)
+
+    def _simple_operand(self, text: str) -> ir.Operand:
+        """One operand of an OPERANDS token, built as the full grammar would."""
+        first = text[0]
+        if first == "%":
+            return self.atom(Token("REG", text))
+        if first == "[":
+            return self.address([Token("ADDRESS", text)])
+        if first == "-":
+            return self.unary([Token("MINUS", "-"), self._simple_operand(text[1:])])
+        if first.isdigit():
+            kind = "HEX_FLOAT" if text[1:2] in ("f", "F", "d", "D") else "INT"
+            return self.atom(Token(kind, text))
+        return self.atom(Token("SINK" if text == "_" else "IDENT", text))
+
+    def bracket(self, children: list[Any]) -> ir.Operand:
+        items = [self.atom(c) for c in children]
+        if len(items) > 1:
+            return ir.ListOperand(tuple(items))
+        return _address(items[0])
+
+    # ---- instructions ---------------------------------------------------
+
+    def instruction(self, children: list[Any]) -> ir.Instruction:
+        guard: ir.Guard | None = None
+        if children[0].type == "GUARD":
+            text = children[0][1:]
+            negated = text.startswith("!")
+            name = text[1:] if negated else text
+            guard = ir.Guard(ir.Register(name), negated)
+            children = children[1:]
+        mnemonic = children[0]
+        loc = _loc(self.path, mnemonic)
+        try:
+            opcode, modifiers = isa.split_mnemonic(str(mnemonic))
+        except isa.UnknownOpcode:
+            raise PtxSyntaxError(f"unknown instruction '{mnemonic}'", loc) from None
+        operands: tuple[ir.Operand, ...] = ()
+        if len(children) > 1:
+            items = children[1]
+            if isinstance(items, Token):  # the lexer's run of simple operands
+                items = [self._simple_operand(t) for t in SIMPLE_OPERAND.findall(items.value)]
+            operands = tuple(_top_level_operand(c, opcode) for c in items)
+        return ir.Instruction(opcode, modifiers, operands, guard, loc)
+
+    def label(self, children: list[Any]) -> ir.Label:
+        tok = children[0]
+        return ir.Label(_label_name(tok), _loc(self.path, tok))
+
+    def block(self, children: list[Any]) -> ir.Block:
+        return ir.Block(children[0] if children else [])
+
+    def body(self, children: list[Any]) -> list[ir.Statement]:
+        if len(children) == 1:
+            return children
+        children[0].append(children[1])
+        return children[0]
+
+    def operands(self, children: list[Any]) -> list[ir.Operand]:
+        if len(children) == 1:
+            return [self.atom(children[0])]
+        children[0].append(self.atom(children[1]))
+        return children[0]
+
+    def prototype(self, children: list[Any]) -> ir.CallPrototype:
+        label = children[0]
+        lists = [c for c in children[1:] if isinstance(c, list)]
+        sink_at = next(i for i, c in enumerate(children) if isinstance(c, Token) and c.type == "SINK")
+        returns = lists[0] if sink_at > 1 and lists else None
+        params = lists[-1] if lists and not (returns is not None and len(lists) == 1) else []
+        noreturn = any(isinstance(c, Token) and c.type == "NORETURN" for c in children)
+        return ir.CallPrototype(_label_name(label), returns, params, noreturn, _loc(self.path, label))
+
+    def target_list(self, children: list[Any]) -> ir.TargetList:
+        label, kind, *targets = children
+        return ir.TargetList(
+            str(kind), _label_name(label), tuple(map(str, targets)), _loc(self.path, label)
+        )
+
+    # ---- declarations ---------------------------------------------------
+
+    def quals(self, children: list[Any]) -> list[Any]:
+        return children
+
+    def align(self, children: list[Any]) -> tuple[str, int]:
+        return ("align", parse_int(children[0]))
+
+    def attribute(self, children: list[Any]) -> tuple[str, str]:
+        return ("attribute", ".attribute(" + ", ".join(children) + ")")
+
+    def attr_item(self, children: list[Any]) -> str:
+        name, *args = children
+        return str(name) + (f"({', '.join(args)})" if args else "")
+
+    def reg_count(self, children: list[Any]) -> tuple[str, int]:
+        return ("count", parse_int(children[0]))
+
+    def array_dim(self, children: list[Any]) -> tuple[str, int | None]:
+        return ("dim", parse_int(children[0]) if children and children[0] is not None else None)
+
+    def initializer(self, children: list[Any]) -> ir.Initializer:
+        return _as_expr(self.atom(children[0]))
+
+    def init_list(self, children: list[Any]) -> ir.Initializer:
+        return [c for c in children if c is not None]
+
+    def sampler_field(self, children: list[Any]) -> ir.SamplerField:
+        return ir.SamplerField(str(children[0]), str(children[1]))
+
+    def var_name(self, children: list[Any]) -> ir.VarName:
+        name_tok, *rest = children
+        var = ir.VarName(str(name_tok))
+        dims: list[int | None] = []
+        for item in rest:
+            if isinstance(item, tuple) and item[0] == "count":
+                var.count = item[1]
+            elif isinstance(item, tuple) and item[0] == "dim":
+                dims.append(item[1])
+            else:
+                var.init = item
+        var.array = tuple(dims)
+        return var
+
+    def var_decl(self, children: list[Any]) -> ir.VarDecl:
+        quals, *names = children
+        first = next(q for q in quals if isinstance(q, Token))
+        decl = _sort_qualifiers(quals, _loc(self.path, first))
+        decl.names = names
+        if decl.space == ".reg":
+            self.bare_registers.update(v.name for v in names if not v.name.startswith("%"))
+        return decl
+
+    def param(self, children: list[Any]) -> ir.ParamSpec:
+        quals, name, *dims = children
+        decl = _sort_qualifiers(quals, _loc(self.path, name))
+        if decl.space == ".reg" and not name.startswith("%"):
+            self.bare_registers.add(str(name))
+        return ir.ParamSpec(
+            space=decl.space,
+            type=decl.type,
+            name=str(name),
+            align=decl.align,
+            vector=decl.vector,
+            array=tuple(d[1] for d in dims),
+            ptr_attrs=decl.ptr_attrs,
+            loc=decl.loc,
+        )
+
+    def param_list(self, children: list[Any]) -> list[ir.ParamSpec]:
+        return [c for c in children if c is not None]
+
+    # ---- functions --------------------------------------------------------
+
+    def fn_directive(self, children: list[Any]) -> ir.PerfDirective | ir.Pragma:
+        head = children[0]
+        if isinstance(head, ir.Pragma):
+            return head
+        values = tuple(parse_int(v) for v in children[1:] if v is not None)
+        return ir.PerfDirective(str(head), values, _loc(self.path, head))
+
+    def fn_end(self, children: list[Any]) -> ir.Block | None:
+        return children[0] if children else None
+
+    def function(self, children: list[Any]) -> ir.Function:
+        linkage: tuple[str, ...] = ()
+        if isinstance(children[0], list):
+            linkage = tuple(str(q) for q in children[0])
+            children = children[1:]
+        kind_tok = children[0]
+        name_at = next(i for i, c in enumerate(children) if isinstance(c, Token) and c.type == "IDENT")
+        returns = children[1] if name_at > 1 else None
+        rest = children[name_at + 1 :]
+        params: list[ir.ParamSpec] = []
+        if rest and isinstance(rest[0], list):
+            params = rest[0]
+            rest = rest[1:]
+        *directives, body = rest
+        bad = [q for q in linkage if q not in LINKAGE]
+        if bad:
+            raise PtxSyntaxError(f"unexpected '{bad[0]}' before {kind_tok}", _loc(self.path, kind_tok))
+        return ir.Function(
+            kind=str(kind_tok),
+            name=str(children[name_at]),
+            params=params,
+            returns=returns,
+            linkage=linkage,
+            directives=directives,
+            body=body,
+            loc=_loc(self.path, kind_tok),
+        )
+
+    # ---- top level ----------------------------------------------------------
+
+    def version(self, children: list[Any]) -> ir.Version:
+        major, minor = children[0].split(".")
+        return ir.Version(int(major), int(minor), _loc(self.path, children[0]))
+
+    def target(self, children: list[Any]) -> ir.Target:
+        return ir.Target(tuple(map(str, children)), _loc(self.path, children[0]))
+
+    def address_size(self, children: list[Any]) -> ir.AddressSize:
+        return ir.AddressSize(parse_int(children[0]), _loc(self.path, children[0]))
+
+    def file_dir(self, children: list[Any]) -> ir.FileDirective:
+        index, path, *extra = children
+        return ir.FileDirective(
+            parse_int(index),
+            _unquote(path),
+            tuple(parse_int(e) for e in extra),
+            _loc(self.path, index),
+        )
+
+    def alias(self, children: list[Any]) -> ir.Alias:
+        return ir.Alias(str(children[0]), str(children[1]), _loc(self.path, children[0]))
+
+    def pragma(self, children: list[Any]) -> ir.Pragma:
+        return ir.Pragma(tuple(_unquote(s) for s in children), _loc(self.path, children[0]))
+
+    def loc_dir(self, children: list[Any]) -> ir.LocDirective:
+        file, line, col, *extra = children
+        return ir.LocDirective(
+            parse_int(file),
+            parse_int(line),
+            parse_int(col),
+            ", ".join(extra) if extra else None,
+            _loc(self.path, file),
+        )
+
+    def loc_extra(self, children: list[Any]) -> str:
+        return " ".join(str(c) for c in children)
+
+    def loc_value(self, children: list[Any]) -> str:
+        return str(children[0])
+
+    def section(self, children: list[Any]) -> ir.SectionDirective:
+        name, *body = children
+        return ir.SectionDirective(str(name), body, _loc(self.path, name))
+
+    def section_data(self, children: list[Any]) -> ir.SectionData:
+        kind, values = children
+        return ir.SectionData(str(kind), tuple(values), _loc(self.path, kind))
+
+    def section_label(self, children: list[Any]) -> ir.Label:
+        return self.label(children)
+
+    def section_values(self, children: list[Any]) -> list[ir.Expr]:
+        return [_as_expr(self.atom(c)) for c in children]
+
+    def section_symbol(self, children: list[Any]) -> ir.Expr:
+        return ir.Symbol(str(children[0]))
+
+    def section_value(self, children: list[Any]) -> ir.Expr:
+        return _as_expr(self.atom(children[0]))
+
+    def start(self, children: list[Any]) -> ir.Module:
+        return ir.Module(list(children), self.path)
+
+
+# ---- helpers shared by the callbacks ----------------------------------------
+
+
+def _label_name(tok: Token) -> str:
+    return tok[:-1].rstrip()
+
+
+def _unquote(tok: str) -> str:
+    body = tok[1:-1]
+    return body.replace('\\"', '"').replace("\\\\", "\\")
+
+
+def _as_expr(value: Any) -> Any:
+    """Inside an expression, a one-item parenthesised list is a ParenExpr."""
+    if isinstance(value, ir.ParenOperand) and len(value.items) == 1:
+        return ir.ParenExpr(value.items[0])  # type: ignore[arg-type]
+    return value
+
+
+def _top_level_operand(value: ir.Operand, opcode: str) -> ir.Operand:
+    """Give the instruction-level meaning to operand shapes the grammar shares.
+
+    ``%p|%q`` parses as a bitwise-or chain and ``!%p`` as a logical not; at the
+    top of an operand they are the pair-result and negated-predicate forms.
+    """
+    if isinstance(value, ir.BinaryExpr) and value.op == "|" and isinstance(
+        value.lhs, ir.Register | ir.Sink
+    ):
+        return ir.PairOperand(value.lhs, value.rhs)
+    if isinstance(value, ir.UnaryExpr) and value.op == "!" and isinstance(value.operand, ir.Register):
+        return ir.Negated(value.operand)
+    if opcode != "call":
+        return _as_expr(value)
+    return value
+
+
+def _address(value: ir.Operand) -> ir.Address:
+    """``[x]`` with x a register, symbol, integer or `base+offset` sum."""
+    if isinstance(value, ir.Register | ir.Symbol):
+        return ir.Address(value, 0)
+    if isinstance(value, ir.IntImm):
+        return ir.Address(None, value.value, value.text)
+    if isinstance(value, ir.BinaryExpr) and value.op in "+-":
+        base, off = value.lhs, value.rhs
+        if isinstance(base, ir.Register | ir.Symbol) and isinstance(off, ir.IntImm):
+            sign = 1 if value.op == "+" else -1
+            return ir.Address(base, sign * off.value, value.op + (off.text or str(off.value)))
+    # Anything else (e.g. [sym+4*3]) has no place in the IR yet.
+    raise _Reject(value)
+
+
+class _Reject(Exception):
+    """An operand shape the IR cannot hold; turned into a PtxError with a position."""
+
+    def __init__(self, value: object) -> None:
+        super().__init__(f"unsupported address expression {value!r}")
+
+
+def _sort_qualifiers(quals: list[Any], loc: ir.SourceLoc) -> ir.VarDecl:
+    """Split a declaration's qualifier run into linkage, space, type, ...
+
+    After ``.ptr`` the remaining space and alignment qualifiers describe the
+    pointee (kernel parameter attributes) and are kept in ``ptr_attrs``.
+    """
+    decl = ir.VarDecl(space="", type="", names=[], loc=loc)
+    linkage: list[str] = []
+    attributes: list[str] = []
+    ptr_attrs: list[str] | None = None
+    for q in quals:
+        if isinstance(q, tuple):
+            kind, value = q
+            if ptr_attrs is not None and kind == "align":
+                ptr_attrs.append(f".align {value}")
+            elif kind == "align":
+                decl.align = value
+            else:
+                attributes.append(value)
+            continue
+        word = str(q)
+        if ptr_attrs is not None:
+            ptr_attrs.append(word)
+        elif word == ".ptr":
+            ptr_attrs = [word]
+        elif word in LINKAGE:
+            linkage.append(word)
+        elif word in STATE_SPACES and not decl.space:
+            decl.space = word
+        elif word in VECTORS:
+            decl.vector = word
+        elif not decl.type:
+            decl.type = word
+        else:
+            raise PtxSyntaxError(f"unexpected qualifier '{word}' after type '{decl.type}'", _tok_loc(q, loc))
+    if not decl.space:
+        raise PtxSyntaxError("declaration without a state space (.reg, .global, ...)", loc)
+    decl.linkage = tuple(linkage)
+    decl.attributes = tuple(attributes)
+    decl.ptr_attrs = tuple(ptr_attrs or ())
+    return decl
+
+
+def _tok_loc(tok: Any, default: ir.SourceLoc) -> ir.SourceLoc:
+    if isinstance(tok, Token) and tok.line is not None:
+        return ir.SourceLoc(default.file, tok.line, tok.column or 0)
+    return default
+
+
+# ---- entry points ------------------------------------------------------------
+
+
+@functools.cache
+def _grammar_text() -> str:
+    return GRAMMAR_PATH.read_text()
+
+
+class _Parser:
+    """A Lark LALR parser bound to one transformer instance per parse."""
+
+    def __init__(self) -> None:
+        self.transformer = _ToIR("<string>")
+        self.lark = Lark(
+            _grammar_text(),
+            parser="lalr",
+            lexer=PtxLexer,
+            transformer=self.transformer,
+            maybe_placeholders=True,
+            cache=False,
+        )
+
+
+@functools.cache
+def _parser() -> _Parser:
+    return _Parser()
+
+
+def parse_ptx(text: str, path: str = "<string>") -> ir.Module:
+    """Parse PTX text into a Module; raises PtxError with file:line:col."""
+    parser = _parser()
+    parser.transformer.path = path
+    parser.transformer.bare_registers = set()
+    try:
+        module = parser.lark.parse(text)
+    except UnexpectedInput as exc:
+        raise _syntax_error(exc, text, path) from None
+    except LexError as exc:
+        raise PtxSyntaxError(str(exc), ir.SourceLoc(path, exc.line, exc.col)) from None
+    except _Reject as exc:
+        raise PtxSyntaxError(str(exc), ir.SourceLoc(path, 0, 0)) from None
+    assert isinstance(module, ir.Module)
+    module.path = path
+    return module
+
+
+def parse_file(path: str | Path) -> ir.Module:
+    """Parse a PTX file. Non-UTF-8 bytes are an error, reported as such."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        line = p.read_bytes()[: exc.start].count(b"\n") + 1
+        raise PtxSyntaxError("file is not UTF-8 text", ir.SourceLoc(str(p), line, 1)) from None
+    return parse_ptx(text, str(p))
+
+
+def _syntax_error(exc: UnexpectedInput, text: str, path: str) -> PtxError:
+    line = getattr(exc, "line", 0) or 0
+    col = getattr(exc, "column", 0) or 0
+    if isinstance(exc, UnexpectedEOF) or line < 0:
+        line = text.count("\n") + 1
+        col = len(text) - (text.rfind("\n") + 1) + 1
+        return PtxSyntaxError("unexpected end of file", ir.SourceLoc(path, line, col))
+    loc = ir.SourceLoc(path, line, col)
+    if isinstance(exc, UnexpectedCharacters):
+        return PtxSyntaxError(f"unexpected character {exc.char!r}", loc)
+    if isinstance(exc, UnexpectedToken):
+        tok = exc.token
+        if tok.type == "$END":
+            return PtxSyntaxError("unexpected end of file", loc)
+        return PtxSyntaxError(f"unexpected '{tok}'{_expected(exc)}", loc)
+    return PtxSyntaxError(str(exc).splitlines()[0], loc)
+
+
+_TERMINAL_NAMES = {
+    "SEMICOLON": "';'",
+    "COMMA": "','",
+    "RBRACE": "'}'",
+    "LBRACE": "'{'",
+    "RSQB": "']'",
+    "RPAR": "')'",
+    "LPAR": "'('",
+    "REG": "a register",
+    "IDENT": "a name",
+    "INT": "an integer",
+    "MNEMONIC": "an instruction",
+    "QUAL": "a qualifier",
+    "LABEL": "a label",
+}
+
+
+def _expected(exc: UnexpectedToken) -> str:
+    names = sorted({_TERMINAL_NAMES[t] for t in exc.expected if t in _TERMINAL_NAMES})
+    if not names or len(names) > 4:
+        return ""
+    return "; expected " + " or ".join(names)
