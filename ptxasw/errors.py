@@ -7,7 +7,10 @@ the wrapper can decide to fail open.
 
 from __future__ import annotations
 
-from ptxasw.parser.ir import SourceLoc
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the IR imports nothing from here; keep it that way at run time
+    from ptxasw.parser.ir import SourceLoc
 
 
 class PtxError(Exception):

@@ -209,7 +209,7 @@ class _ToIR(Transformer):  # type: ignore[type-arg]
         sink_at = next(i for i, c in enumerate(children) if isinstance(c, Token) and c.type == "SINK")
         returns = lists[0] if sink_at > 1 and lists else None
         params = lists[-1] if lists and not (returns is not None and len(lists) == 1) else []
-        noreturn = any(isinstance(c, Token) and c.type == "NORETURN" for c in children)
+        noreturn = any(isinstance(c, Token) and c.type == "PERF_DIRECTIVE" for c in children)
         return ir.CallPrototype(_label_name(label), returns, params, noreturn, _loc(self.path, label))
 
     def target_list(self, children: list[Any]) -> ir.TargetList:
@@ -368,10 +368,9 @@ class _ToIR(Transformer):  # type: ignore[type-arg]
         )
 
     def loc_extra(self, children: list[Any]) -> str:
-        return " ".join(str(c) for c in children)
-
-    def loc_value(self, children: list[Any]) -> str:
-        return str(children[0])
+        attr, *values = children
+        separator = " " if attr == "inlined_at" else ""  # `inlined_at 1 20 3`, `function_name f+4`
+        return f"{attr} " + separator.join(values)
 
     def section(self, children: list[Any]) -> ir.SectionDirective:
         name, *body = children
@@ -574,7 +573,7 @@ def _syntax_error(exc: UnexpectedInput, text: str, path: str) -> PtxError:
     if isinstance(exc, UnexpectedToken):
         tok = exc.token
         if tok.type == "$END":
-            return PtxSyntaxError("unexpected end of file", loc)
+            return _syntax_error(UnexpectedEOF([]), text, path)
         return PtxSyntaxError(f"unexpected '{tok}'{_expected(exc)}", loc)
     return PtxSyntaxError(str(exc).splitlines()[0], loc)
 

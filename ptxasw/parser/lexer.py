@@ -98,9 +98,7 @@ class PtxLexer(Lexer):
             if value in (".entry", ".func"):
                 names.append("FUNC_KIND")
             elif value in _PERF_DIRECTIVES:
-                names.append("NORETURN" if value == ".noreturn" else "PERF_DIRECTIVE")
-                if value == ".noreturn":
-                    names.append("PERF_DIRECTIVE")
+                names.append("PERF_DIRECTIVE")
             elif value in (".calltargets", ".branchtargets"):
                 names.append("TARGET_LIST_KIND")
             names.append("QUAL")

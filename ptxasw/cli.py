@@ -1,0 +1,96 @@
+"""The ``ptxasw`` command line.
+
+Every command reads PTX through the one front end and reports bad input as a
+single ``file:line:col: message`` line with exit code 1, never a traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from pathlib import Path
+
+import click
+
+from ptxasw import __version__
+from ptxasw.errors import PtxError
+from ptxasw.parser import ir, isa, parse_ptx, print_module
+from ptxasw.toolkit import toolkit_group
+
+
+def read_ptx(source: str) -> ir.Module:
+    """Parse a file, or standard input for ``-``."""
+    if source == "-":
+        return parse_ptx(sys.stdin.read(), "<stdin>")
+    path = Path(source)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise PtxError(f"cannot read: {exc.strerror}", ir.SourceLoc(source, 0, 0)) from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise PtxError("file is not UTF-8 text", ir.SourceLoc(source, line, 1)) from None
+    return parse_ptx(text, source)
+
+
+def fail(exc: PtxError) -> None:
+    click.echo(f"ptxasw: error: {exc}", err=True)
+    sys.exit(1)
+
+
+@click.group()
+@click.version_option(__version__, prog_name="ptxasw")
+def main() -> None:
+    """ptxasw: PTX analysis and rewriting that sits where ptxas sits."""
+
+
+@main.command()
+@click.argument("source", metavar="IN.ptx")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), default="-", help="Where to write (default: stdout).")
+def fmt(source: str, output: str) -> None:
+    """Print the module back from the IR (normalised layout, same meaning)."""
+    try:
+        text = print_module(read_ptx(source))
+    except PtxError as exc:
+        fail(exc)
+    if output == "-":
+        click.echo(text, nl=False)
+    else:
+        Path(output).write_text(text)
+
+
+@main.command()
+@click.argument("sources", metavar="IN.ptx...", nargs=-1, required=True)
+@click.option("-q", "--quiet", is_flag=True, help="Print errors only.")
+def check(sources: tuple[str, ...], quiet: bool) -> None:
+    """Parse PTX files and report errors and modifiers the table does not know."""
+    failed = False
+    for source in sources:
+        try:
+            module = read_ptx(source)
+        except PtxError as exc:
+            click.echo(f"ptxasw: error: {exc}", err=True)
+            failed = True
+            continue
+        counts: Counter[str] = Counter()
+        for inst in module.instructions():
+            counts[inst.opcode] += 1
+            for modifier in isa.unknown_modifiers(inst):
+                click.echo(f"ptxasw: warning: {inst.loc}: '{inst.opcode}' does not take '{modifier}'", err=True)
+        if not quiet:
+            kernels = len(module.kernels)
+            functions = len(module.functions) - kernels
+            click.echo(
+                f"{source}: ok: {kernels} kernels, {functions} functions, "
+                f"{sum(counts.values())} instructions, {len(counts)} opcodes"
+            )
+    sys.exit(1 if failed else 0)
+
+
+main.add_command(toolkit_group)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()
