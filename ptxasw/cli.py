@@ -48,7 +48,13 @@ def main() -> None:
 
 @main.command()
 @click.argument("source", metavar="IN.ptx")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), default="-", help="Where to write (default: stdout).")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, allow_dash=True),
+    default="-",
+    help="Where to write (default: stdout).",
+)
 def fmt(source: str, output: str) -> None:
     """Print the module back from the IR (normalised layout, same meaning)."""
     try:
@@ -78,7 +84,9 @@ def check(sources: tuple[str, ...], quiet: bool) -> None:
         for inst in module.instructions():
             counts[inst.opcode] += 1
             for modifier in isa.unknown_modifiers(inst):
-                click.echo(f"ptxasw: warning: {inst.loc}: '{inst.opcode}' does not take '{modifier}'", err=True)
+                click.echo(
+                    f"ptxasw: warning: {inst.loc}: '{inst.opcode}' does not take '{modifier}'", err=True
+                )
         if not quiet:
             kernels = len(module.kernels)
             functions = len(module.functions) - kernels

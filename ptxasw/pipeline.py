@@ -51,9 +51,7 @@ def default_passes() -> list[ModulePass]:
     return []
 
 
-def run_pipeline(
-    text: str, source_name: str, passes: Sequence[ModulePass] | None = None
-) -> PipelineResult:
+def run_pipeline(text: str, source_name: str, passes: Sequence[ModulePass] | None = None) -> PipelineResult:
     """Parse ``text``, run ``passes`` (default: `default_passes`), print.
 
     Raises `ptxasw.errors.PtxError` for input the parser refuses; the wrapper

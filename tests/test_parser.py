@@ -66,7 +66,9 @@ def test_module_header_and_globals() -> None:
     files = [i for i in module.items if isinstance(i, ir.FileDirective)]
     assert files[0].extra == (1700000000, 1234) and files[1].path == "/usr/include/x.h"
     decls = {d.names[0].name: d for d in module.items if isinstance(d, ir.VarDecl)}
-    assert decls["coef"].space == ".const" and decls["coef"].align == 4 and decls["coef"].names[0].array == (16,)
+    assert (
+        decls["coef"].space == ".const" and decls["coef"].align == 4 and decls["coef"].names[0].array == (16,)
+    )
     assert decls["ptr"].names[0].init == ir.CallExpr("generic", (ir.Symbol("table"),))
     assert decls["managed_counter"].linkage == (".visible",)
     assert decls["managed_counter"].attributes == (".attribute(.managed)",)
@@ -230,7 +232,15 @@ def test_register_declarations_and_nested_scopes() -> None:
                 ),
             ),
         ),
-        ("mov.u32 %r1, (4*3)+1;", (ir.Register("%r1"), ir.BinaryExpr("+", ir.ParenExpr(ir.BinaryExpr("*", ir.IntImm(4), ir.IntImm(3))), ir.IntImm(1)))),
+        (
+            "mov.u32 %r1, (4*3)+1;",
+            (
+                ir.Register("%r1"),
+                ir.BinaryExpr(
+                    "+", ir.ParenExpr(ir.BinaryExpr("*", ir.IntImm(4), ir.IntImm(3))), ir.IntImm(1)
+                ),
+            ),
+        ),
     ],
 )
 def test_operand_forms(text: str, expected: tuple[ir.Operand, ...]) -> None:
@@ -355,7 +365,11 @@ def test_source_positions() -> None:
 @pytest.mark.parametrize(
     ("text", "where", "message"),
     [
-        (".visible .entry k()\n{\n\tfrobnicate.b32 %r1;\n}\n", "bad.ptx:6:2", "unknown instruction 'frobnicate.b32'"),
+        (
+            ".visible .entry k()\n{\n\tfrobnicate.b32 %r1;\n}\n",
+            "bad.ptx:6:2",
+            "unknown instruction 'frobnicate.b32'",
+        ),
         (".visible .entry k()\n{\n\tadd.s32 %r1, %r2 %r3;\n}\n", "bad.ptx:6:19", "unexpected '%r3'"),
         (".visible .entry k()\n{\n\tadd.s32 %r1, %r2, #;\n}\n", "bad.ptx:6:20", "unexpected character '#'"),
         (".visible .entry k()\n{\n\tret;\n", "bad.ptx:7:1", "unexpected end of file"),

@@ -138,7 +138,9 @@ class _ToIR(Transformer):  # type: ignore[type-arg]
         assert isinstance(base, ir.Register | ir.Symbol)
         if not plus:
             return ir.Address(base, 0)
-        return ir.Address(base, parse_int(offset_text.lstrip("-")) * (-1 if offset_text[0] == "-" else 1), "+" + offset_text)
+        return ir.Address(
+            base, parse_int(offset_text.lstrip("-")) * (-1 if offset_text[0] == "-" else 1), "+" + offset_text
+        )
 
     def _simple_operand(self, text: str) -> ir.Operand:
         """One operand of an OPERANDS token, built as the full grammar would."""
@@ -214,9 +216,7 @@ class _ToIR(Transformer):  # type: ignore[type-arg]
 
     def target_list(self, children: list[Any]) -> ir.TargetList:
         label, kind, *targets = children
-        return ir.TargetList(
-            str(kind), _label_name(label), tuple(map(str, targets)), _loc(self.path, label)
-        )
+        return ir.TargetList(str(kind), _label_name(label), tuple(map(str, targets)), _loc(self.path, label))
 
     # ---- declarations ---------------------------------------------------
 
@@ -387,7 +387,10 @@ class _ToIR(Transformer):  # type: ignore[type-arg]
         return [_as_expr(self.atom(c)) for c in children]
 
     def section_symbol(self, children: list[Any]) -> ir.Expr:
-        return ir.Symbol(str(children[0]))
+        symbol = ir.Symbol(str(children[0]))
+        if len(children) == 1:
+            return symbol
+        return ir.BinaryExpr(str(children[1]), symbol, self.atom(children[2]))  # type: ignore[arg-type]
 
     def section_value(self, children: list[Any]) -> ir.Expr:
         return _as_expr(self.atom(children[0]))
@@ -421,9 +424,7 @@ def _top_level_operand(value: ir.Operand, opcode: str) -> ir.Operand:
     ``%p|%q`` parses as a bitwise-or chain and ``!%p`` as a logical not; at the
     top of an operand they are the pair-result and negated-predicate forms.
     """
-    if isinstance(value, ir.BinaryExpr) and value.op == "|" and isinstance(
-        value.lhs, ir.Register | ir.Sink
-    ):
+    if isinstance(value, ir.BinaryExpr) and value.op == "|" and isinstance(value.lhs, ir.Register | ir.Sink):
         return ir.PairOperand(value.lhs, value.rhs)
     if isinstance(value, ir.UnaryExpr) and value.op == "!" and isinstance(value.operand, ir.Register):
         return ir.Negated(value.operand)

@@ -36,10 +36,6 @@ class SourceLoc:
 NO_LOC = SourceLoc("<generated>", 0, 0)
 
 
-def _loc_field() -> SourceLoc:
-    return field(default=NO_LOC, compare=False, repr=False)
-
-
 # --------------------------------------------------------------------------
 # Operands and constant expressions
 
@@ -218,7 +214,7 @@ class Instruction:
     modifiers: tuple[str, ...]
     operands: tuple[Operand, ...]
     guard: Guard | None = None
-    loc: SourceLoc = _loc_field()
+    loc: SourceLoc = field(default=NO_LOC, compare=False, repr=False)
 
     @property
     def mnemonic(self) -> str:
@@ -232,7 +228,7 @@ class Instruction:
 @dataclass(slots=True)
 class Label:
     name: str
-    loc: SourceLoc = _loc_field()
+    loc: SourceLoc = field(default=NO_LOC, compare=False, repr=False)
 
 
 @dataclass(slots=True)
@@ -240,7 +236,7 @@ class Pragma:
     """``.pragma "nounroll";`` (a list of strings)."""
 
     strings: tuple[str, ...]
-    loc: SourceLoc = _loc_field()
+    loc: SourceLoc = field(default=NO_LOC, compare=False, repr=False)
 
 
 @dataclass(slots=True)
@@ -255,7 +251,7 @@ class LocDirective:
     line: int
     col: int
     extra: str | None = None
-    loc: SourceLoc = _loc_field()
+    loc: SourceLoc = field(default=NO_LOC, compare=False, repr=False)
 
 
 @dataclass(slots=True)
@@ -263,7 +259,7 @@ class Block:
     """A nested ``{ ... }`` scope; declarations inside are local to it."""
 
     body: list[Statement]
-    loc: SourceLoc = _loc_field()
+    loc: SourceLoc = field(default=NO_LOC, compare=False, repr=False)
 
 
 @dataclass(slots=True)
@@ -281,7 +277,7 @@ class ParamSpec:
     vector: str | None = None  # ".v2", ".v4"
     array: tuple[int | None, ...] = ()
     ptr_attrs: tuple[str, ...] = ()
-    loc: SourceLoc = _loc_field()
+    loc: SourceLoc = field(default=NO_LOC, compare=False, repr=False)
 
 
 @dataclass(slots=True)
@@ -292,7 +288,7 @@ class CallPrototype:
     returns: list[ParamSpec] | None
     params: list[ParamSpec]
     noreturn: bool = False
-    loc: SourceLoc = _loc_field()
+    loc: SourceLoc = field(default=NO_LOC, compare=False, repr=False)
 
 
 @dataclass(slots=True)
@@ -302,7 +298,7 @@ class TargetList:
     kind: str  # ".calltargets" | ".branchtargets"
     label: str
     targets: tuple[str, ...]
-    loc: SourceLoc = _loc_field()
+    loc: SourceLoc = field(default=NO_LOC, compare=False, repr=False)
 
 
 # --------------------------------------------------------------------------
@@ -328,7 +324,7 @@ class VarDecl:
     vector: str | None = None
     attributes: tuple[str, ...] = ()
     ptr_attrs: tuple[str, ...] = ()
-    loc: SourceLoc = _loc_field()
+    loc: SourceLoc = field(default=NO_LOC, compare=False, repr=False)
 
 
 @dataclass(slots=True)
@@ -358,19 +354,19 @@ Initializer = Expr | SamplerField | list["Initializer"]
 class Version:
     major: int
     minor: int
-    loc: SourceLoc = _loc_field()
+    loc: SourceLoc = field(default=NO_LOC, compare=False, repr=False)
 
 
 @dataclass(slots=True)
 class Target:
     targets: tuple[str, ...]
-    loc: SourceLoc = _loc_field()
+    loc: SourceLoc = field(default=NO_LOC, compare=False, repr=False)
 
 
 @dataclass(slots=True)
 class AddressSize:
     bits: int
-    loc: SourceLoc = _loc_field()
+    loc: SourceLoc = field(default=NO_LOC, compare=False, repr=False)
 
 
 @dataclass(slots=True)
@@ -380,7 +376,7 @@ class FileDirective:
     index: int
     path: str
     extra: tuple[int, ...] = ()
-    loc: SourceLoc = _loc_field()
+    loc: SourceLoc = field(default=NO_LOC, compare=False, repr=False)
 
 
 @dataclass(slots=True)
@@ -392,14 +388,14 @@ class SectionDirective:
 
     name: str
     body: list[SectionData | Label]
-    loc: SourceLoc = _loc_field()
+    loc: SourceLoc = field(default=NO_LOC, compare=False, repr=False)
 
 
 @dataclass(slots=True)
 class SectionData:
     type: str  # ".b8", ".b16", ".b32", ".b64"
     values: tuple[Expr, ...]
-    loc: SourceLoc = _loc_field()
+    loc: SourceLoc = field(default=NO_LOC, compare=False, repr=False)
 
 
 @dataclass(slots=True)
@@ -408,7 +404,7 @@ class Alias:
 
     alias: str
     target: str
-    loc: SourceLoc = _loc_field()
+    loc: SourceLoc = field(default=NO_LOC, compare=False, repr=False)
 
 
 @dataclass(slots=True)
@@ -422,7 +418,7 @@ class PerfDirective:
 
     name: str
     values: tuple[int, ...] = ()
-    loc: SourceLoc = _loc_field()
+    loc: SourceLoc = field(default=NO_LOC, compare=False, repr=False)
 
 
 @dataclass(slots=True)
@@ -442,7 +438,7 @@ class Function:
     linkage: tuple[str, ...] = ()
     directives: list[PerfDirective | Pragma] = field(default_factory=list)
     body: Block | None = None
-    loc: SourceLoc = _loc_field()
+    loc: SourceLoc = field(default=NO_LOC, compare=False, repr=False)
 
     @property
     def is_kernel(self) -> bool:
@@ -455,15 +451,7 @@ class Function:
 
 
 Statement = (
-    Instruction
-    | Label
-    | VarDecl
-    | Block
-    | Pragma
-    | LocDirective
-    | CallPrototype
-    | TargetList
-    | PerfDirective
+    Instruction | Label | VarDecl | Block | Pragma | LocDirective | CallPrototype | TargetList | PerfDirective
 )
 
 TopLevel = (

@@ -55,9 +55,7 @@ _SIMPLE_OPERAND = (
     r"|\[[ \t]*(?:%[A-Za-z0-9_$]+|[A-Za-z_$][A-Za-z0-9_$]*)"
     r"(?:[ \t]*\+[ \t]*-?(?:0[xX][0-9A-Fa-f]+|[0-9]+))?[ \t]*\])"
 )
-_OPERAND_RUN = re.compile(
-    rf"[ \t]+({_SIMPLE_OPERAND}(?:[ \t]*,[ \t]*{_SIMPLE_OPERAND})*)[ \t]*(?=;)"
-)
+_OPERAND_RUN = re.compile(rf"[ \t]+({_SIMPLE_OPERAND}(?:[ \t]*,[ \t]*{_SIMPLE_OPERAND})*)[ \t]*(?=;)")
 SIMPLE_OPERAND = re.compile(_SIMPLE_OPERAND)
 
 _BINOPS = frozenset({"*", "/", "%", "<<", ">>", "<=", ">=", "<", ">", "==", "!=", "&&", "||", "&", "^", "|"})

@@ -30,15 +30,12 @@ def print_module(module: ir.Module) -> str:
     return "\n".join(out) + "\n"
 
 
+_GROUPED = ((ir.Version, ir.Target, ir.AddressSize), (ir.VarDecl,), (ir.FileDirective,))
+
+
 def _blank_line_between(a: ir.TopLevel, b: ir.TopLevel) -> bool:
-    headers = (ir.Version, ir.Target, ir.AddressSize)
-    if isinstance(a, headers) and isinstance(b, headers):
-        return False
-    if isinstance(a, ir.VarDecl) and isinstance(b, ir.VarDecl):
-        return False
-    if isinstance(a, ir.FileDirective) and isinstance(b, ir.FileDirective):
-        return False
-    return True
+    """A blank line separates items, except within a run of headers, globals or files."""
+    return not any(isinstance(a, group) and isinstance(b, group) for group in _GROUPED)
 
 
 def _top_level(item: ir.TopLevel) -> list[str]:
@@ -87,7 +84,7 @@ def _function(fn: ir.Function) -> list[str]:
     if fn.returns is not None:
         head += " " + _param_list_inline(fn.returns)
     head += " " + fn.name
-    lines = [head + "("] if fn.params or fn.kind == ".entry" else [head]
+    lines = [head]
     if fn.params or fn.kind == ".entry":
         lines[-1] = head + "("
         for i, p in enumerate(fn.params):

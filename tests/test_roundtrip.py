@@ -1,0 +1,71 @@
+"""Real compiler output: parse, round-trip to an equal IR, and assemble to the same cubin.
+
+ptxas output is deterministic and independent of the input's file name,
+directory and whitespace, so the original and the printed PTX must give
+byte-identical cubins; debug and line-info builds embed the PTX text and its
+line numbers, and there every other section must be identical (tests/cubin.py).
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from ptxasw.parser import isa, parse_file, parse_ptx, print_module
+from tests.corpus.build import CorpusFile
+from tests.cubin import PTX_LAYOUT_SECTIONS, differing_sections, sections
+
+needs_ptxas = pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas not found on PATH")
+
+
+def assemble(ptx: Path, entry: CorpusFile, out: Path) -> bytes:
+    cmd = ["ptxas", f"-arch={entry.arch}", *entry.ptxas_flags, str(ptx), "-o", str(out)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, f"{' '.join(cmd)}\n{proc.stderr}"
+    return out.read_bytes()
+
+
+def test_corpus_round_trips_to_equal_ir(corpus: list[CorpusFile]) -> None:
+    instructions = 0
+    for entry in corpus:
+        module = parse_file(entry.ptx_path)
+        printed = print_module(module)
+        again = parse_ptx(printed, str(entry.ptx_path) + ".printed")
+        assert again == module, entry.name
+        assert print_module(again) == printed, entry.name
+        instructions += sum(1 for _ in module.instructions())
+    assert instructions > 10_000
+
+
+def test_corpus_uses_only_known_modifiers(corpus: list[CorpusFile]) -> None:
+    unknown = {
+        (inst.opcode, modifier)
+        for entry in corpus
+        for inst in parse_file(entry.ptx_path).instructions()
+        for modifier in isa.unknown_modifiers(inst)
+    }
+    assert not unknown
+
+
+@needs_ptxas
+def test_printed_ptx_assembles_to_identical_cubin(corpus: list[CorpusFile], tmp_path: Path) -> None:
+    mismatched: dict[str, list[str]] = {}
+    identical = 0
+    for entry in corpus:
+        printed = tmp_path / (entry.ptx_path.stem + ".printed.ptx")
+        printed.write_text(print_module(parse_file(entry.ptx_path)))
+        original_cubin = assemble(entry.ptx_path, entry, tmp_path / "original.cubin")
+        printed_cubin = assemble(printed, entry, tmp_path / "printed.cubin")
+        if original_cubin == printed_cubin:
+            identical += 1
+            continue
+        # Only debug builds may differ, and only in the PTX-layout sections.
+        assert PTX_LAYOUT_SECTIONS & set(sections(original_cubin)), entry.name
+        differing = differing_sections(original_cubin, printed_cubin)
+        if differing:
+            mismatched[entry.name] = differing
+    assert not mismatched
+    assert identical >= len(corpus) // 2
