@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import functools
 import gc
+import os
+import sys
 from pathlib import Path
 from typing import Any
 
+import lark
 from lark import Lark, Token, Transformer
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
@@ -65,6 +68,11 @@ class _ToIR(Transformer):  # type: ignore[type-arg]
         # Registers may be declared without a leading '%' (``.reg .pred p;`` in
         # inline asm); uses of those names must become registers, not symbols.
         self.bare_registers: set[str] = set()
+        self.comments: list[ir.Comment] = []
+
+    def collect_comment(self, tok: Token) -> None:
+        """Lexer callback for whole-line comments between top-level items."""
+        self.comments.append(ir.Comment(tok.value.rstrip(), _loc(self.path, tok)))
 
     # ---- atoms and expressions ------------------------------------------
 
@@ -397,10 +405,28 @@ class _ToIR(Transformer):  # type: ignore[type-arg]
         return _as_expr(self.atom(children[0]))
 
     def start(self, children: list[Any]) -> ir.Module:
-        return ir.Module(list(children), self.path)
+        return ir.Module(_merge_by_line(children, self.comments), self.path)
 
 
 # ---- helpers shared by the callbacks ----------------------------------------
+
+
+def _merge_by_line(items: list[Any], comments: list[ir.Comment]) -> list[Any]:
+    """Put each comment before the first item that starts below it."""
+    if not comments:
+        return items
+    merged: list[Any] = []
+    pending = iter(comments)
+    comment = next(pending, None)
+    for item in items:
+        while comment is not None and comment.loc.line < item.loc.line:
+            merged.append(comment)
+            comment = next(pending, None)
+        merged.append(item)
+    if comment is not None:
+        merged.append(comment)
+        merged.extend(pending)
+    return merged
 
 
 def _label_name(tok: Token) -> str:
@@ -513,6 +539,27 @@ def _grammar_text() -> str:
     return GRAMMAR_PATH.read_text()
 
 
+def _cache_path() -> str | bool:
+    """Where Lark keeps the compiled LALR tables between processes.
+
+    Building the tables takes ~100 ms, more than the parse of a typical file,
+    and the ``ptxas`` wrapper starts a new process per compilation. Lark
+    validates the file against a hash of the grammar and its own version, so a
+    stale cache is rebuilt, not trusted.
+    """
+    base = os.environ.get("PTXASW_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "ptxasw"
+    )
+    try:
+        os.makedirs(base, exist_ok=True)
+    except OSError:
+        return False
+    if not os.access(base, os.W_OK):
+        return False
+    tag = f"{lark.__version__}-py{sys.version_info[0]}{sys.version_info[1]}"
+    return os.path.join(base, f"ptx-grammar-{tag}.lark-cache")
+
+
 class _Parser:
     """A Lark LALR parser bound to one transformer instance per parse."""
 
@@ -523,8 +570,9 @@ class _Parser:
             parser="lalr",
             lexer=PtxLexer,
             transformer=self.transformer,
+            lexer_callbacks={"COMMENT": self.transformer.collect_comment},
             maybe_placeholders=True,
-            cache=False,
+            cache=_cache_path(),
         )
 
 
@@ -538,6 +586,7 @@ def parse_ptx(text: str, path: str = "<string>") -> ir.Module:
     parser = _parser()
     parser.transformer.path = path
     parser.transformer.bare_registers = set()
+    parser.transformer.comments = []
     # The parse allocates one object per operand and none of them form cycles;
     # pausing the cyclic collector meanwhile saves a fifth of the time.
     collecting = gc.isenabled()

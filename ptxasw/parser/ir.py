@@ -399,6 +399,18 @@ class SectionData:
 
 
 @dataclass(slots=True)
+class Comment:
+    """A whole-line ``//`` comment between top-level items, kept verbatim.
+
+    Tools read some of them: GCC's nvptx-tools link by the ``// BEGIN GLOBAL
+    FUNCTION DEF: name`` lines, so dropping them would break offloaded builds.
+    """
+
+    text: str
+    loc: SourceLoc = field(default=NO_LOC, compare=False, repr=False)
+
+
+@dataclass(slots=True)
 class Alias:
     """``.alias alias_fn, target_fn;``"""
 
@@ -465,6 +477,7 @@ TopLevel = (
     | Alias
     | Pragma
     | LocDirective
+    | Comment
 )
 
 

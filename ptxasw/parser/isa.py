@@ -781,7 +781,7 @@ _op(
     mods=".lo .hi",
 )
 _op("addc", _F.INTEGER, "Add with carry-in (and carry-out with .cc).", (1, 2), "=d, a, b", mods=".cc")
-_op("subc", _F.INTEGER, "Subtract with borrow-in (and borrow-out with .cc).", (1, 2), "=d, a, b", mods=".cc")
+_op("subc", _F.INTEGER, "Subtract with borrow-in (and borrow-out with .cc).", (1, 3), "=d, a, b", mods=".cc")
 _op(
     "madc",
     _F.INTEGER,
@@ -871,6 +871,7 @@ _op(
     "Move a register, immediate, special register or address; also packs and unpacks vectors.",
     (1, 0),
     "=d:SPLIT, a:SPLIT",
+    mods="VEC",
 )
 _op(
     "shfl",
@@ -1588,7 +1589,7 @@ _op(
     "wgmma.mma_async.sp",
     _F.MATRIX,
     "Sparse warpgroup MMA.",
-    (8, 0),
+    (8, 2),
     "+d:MD, a:WA, b:.b64, e:.b32, f:.u32, s:.pred, *",
     mods=_WGMMA,
     mem=_M.READ | _M.ASYNC,
@@ -1863,7 +1864,7 @@ _op("alloca", _F.STACK, "Allocate memory on the stack; returns its address.", (7
 _op("trap", _F.MISC, "Abort execution with an error.", (1, 0), cf=True)
 _op("brkpt", _F.MISC, "Suspend execution (breakpoint).", (1, 0))
 _op("pmevent", _F.MISC, "Trigger performance-monitor events.", (1, 4), "a:-", mods=".mask")
-_op("nanosleep", _F.MISC, "Suspend the thread for about t nanoseconds.", (6, 3), "t:.u32")
+_op("nanosleep", _F.MISC, "Suspend the thread for about t nanoseconds.", (6, 2), "t:.u32")
 _op(
     "setmaxnreg",
     _F.MISC,
@@ -2123,31 +2124,31 @@ def reads_carry(inst: Instruction) -> bool:
 # Operand roles and types
 
 
+_KIND_OF_TYPE: dict[type, str] = {
+    Address: "A",
+    ListOperand: "L",
+    PairOperand: "P",
+    ParenOperand: "(",
+    Register: "R",
+    Negated: "N",
+    Sink: "_",
+    Symbol: "S",
+    IntImm: "I",
+    FloatImm: "I",
+}
+
+
 def _kind(op: Operand) -> str:
-    """A short shape code of an operand; signatures are chosen by shape."""
-    match op:
-        case Address():
-            return "A"
-        case ListOperand():
-            return "L"
-        case VectorOperand(elements=elements):
-            return f"V{len(elements)}"
-        case PairOperand():
-            return "P"
-        case ParenOperand():
-            return "("
-        case Register():
-            return "R"
-        case Negated():
-            return "N"
-        case Sink():
-            return "_"
-        case Symbol():
-            return "S"
-        case IntImm() | FloatImm():
-            return "I"
-        case _:
-            return "E"
+    """A short shape code of an operand; signatures are chosen by shape.
+
+    ``V<n>`` is a vector of n elements, ``E`` a constant expression.
+    """
+    kind = _KIND_OF_TYPE.get(type(op))
+    if kind is not None:
+        return kind
+    if isinstance(op, VectorOperand):
+        return f"V{len(op.elements)}"
+    return "E"
 
 
 def _widen(t: str | None) -> str | None:
@@ -2290,8 +2291,7 @@ def _resolve(opcode: str, modifiers: tuple[str, ...], kinds: tuple[str, ...]) ->
 
 
 def _resolved(inst: Instruction) -> tuple[_Resolved, ...]:
-    kinds = tuple(_kind(op) for op in inst.operands)
-    return _resolve(inst.opcode, inst.modifiers, kinds)
+    return _resolve(inst.opcode, inst.modifiers, tuple(map(_kind, inst.operands)))
 
 
 def operand_infos(inst: Instruction) -> tuple[OperandInfo, ...]:
@@ -2345,17 +2345,12 @@ def _written(op: Operand) -> Iterator[Register]:
             return
 
 
-def _sides(op: Operand, res: _Resolved) -> Iterator[tuple[Operand, OperandInfo]]:
+def _sides(op: Operand, res: _Resolved) -> tuple[tuple[Operand, OperandInfo], ...]:
     """Split a pair operand into its sides with their infos."""
     _, first, second = res
-    if isinstance(op, PairOperand) and second is not None:
-        yield op.first, first
-        yield op.second, second
-    elif isinstance(op, PairOperand):
-        yield op.first, first
-        yield op.second, first
-    else:
-        yield op, first
+    if type(op) is PairOperand:
+        return ((op.first, first), (op.second, first if second is None else second))
+    return ((op, first),)
 
 
 def typed_defs(inst: Instruction) -> list[tuple[Register, str | None]]:

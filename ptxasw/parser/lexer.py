@@ -82,6 +82,8 @@ class PtxLexer(Lexer):
     __future_interface__ = 2
 
     def __init__(self, lexer_conf: Any) -> None:
+        # Lark's way of handing comments to the user: a callback per terminal.
+        self.on_comment = lexer_conf.callbacks.get("COMMENT")
         # Map literal strings of the grammar (";", ".version", "<" ...) to the
         # names Lark gave their terminals.
         self.literal_names: dict[str, str] = {}
@@ -131,12 +133,16 @@ class PtxLexer(Lexer):
         candidates_cache: dict[tuple[str, str], tuple[str, ...]] = {}
         pos, end = 0, len(text)
         line, line_start = 1, 0
+        depth = 0  # brace nesting; comments are reported only at the top level
         while pos < end:
             m = match(text, pos)
             if m is None:
                 raise LexError(text[pos], line, pos - line_start + 1)
             kind = m.lastgroup
             value = m.group()
+            if kind == "COMMENT" and depth == 0 and self.on_comment is not None:
+                if not text[line_start:pos].strip():  # a whole-line comment
+                    self.on_comment(Token("COMMENT", value, pos, line, pos - line_start + 1))
             if kind == "WS" or kind == "COMMENT":
                 newlines = value.count("\n")
                 if newlines:
@@ -155,6 +161,12 @@ class PtxLexer(Lexer):
                 name = "ADDRESS"
             elif kind in ("LABEL", "REG", "HEX_FLOAT", "INT", "GUARD", "STRING"):
                 name = kind
+            elif value == "{":
+                depth += 1
+                name = self.literal_names[value]
+            elif value == "}":
+                depth -= 1
+                name = self.literal_names[value]
             else:
                 key = (kind, value)
                 names = candidates_cache.get(key)

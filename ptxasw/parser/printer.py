@@ -34,7 +34,10 @@ _GROUPED = ((ir.Version, ir.Target, ir.AddressSize), (ir.VarDecl,), (ir.FileDire
 
 
 def _blank_line_between(a: ir.TopLevel, b: ir.TopLevel) -> bool:
-    """A blank line separates items, except within a run of headers, globals or files."""
+    """A blank line separates items, except within a run of headers, globals or files,
+    and after a comment, which belongs to the item below it."""
+    if isinstance(a, ir.Comment):
+        return False
     return not any(isinstance(a, group) and isinstance(b, group) for group in _GROUPED)
 
 
@@ -54,6 +57,8 @@ def _top_level(item: ir.TopLevel) -> list[str]:
             return [format_var_decl(item)]
         case ir.Function():
             return _function(item)
+        case ir.Comment(text):
+            return [text]
         case ir.Alias(alias, target):
             return [f".alias {alias}, {target};"]
         case ir.Pragma():

@@ -1,0 +1,236 @@
+"""How much slower is ``ptxas`` through ptxasw's wrapper than NVIDIA's ptxas alone?
+
+Why: the wrapper sits in every CUDA build. It starts Python, runs the
+pipeline (today parse + print) and then runs the real ptxas, so its cost is
+interpreter start-up + pipeline + a fork. This script times both ways over a
+set of PTX files and prints per-file times and the ratio (goal: under 1.5x).
+
+    python benchmarks/wrapper_overhead.py                 # compiles tests/corpus/cuda/*.cu
+    python benchmarks/wrapper_overhead.py a.ptx b.ptx --repeat 7 --json
+
+The wrapper runs as ``python -P -m ptxasw.wrapper`` (what a shadow toolkit's
+``bin/ptxas`` runs); ``--pipeline MODULE:FUNCTION`` swaps the pipeline, as
+PTXASW_PIPELINE does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+CORPUS = REPO / "tests" / "corpus" / "cuda"
+
+
+@dataclass
+class Row:
+    """Timings of one PTX file (milliseconds, medians over the repeats)."""
+
+    file: str
+    lines: int
+    arch: str
+    ptxas_ms: float
+    disabled_ms: float
+    wrapper_ms: float
+    pipeline_ms: float
+    ratio: float
+    status: str
+
+
+def fail(message: str) -> None:
+    """One-line error and exit, no traceback."""
+    print(f"wrapper_overhead: error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def find_ptxas() -> Path:
+    """NVIDIA's ptxas, found the way the wrapper finds it."""
+    sys.path.insert(0, str(REPO))
+    from ptxasw.wrapper import WrapperError, find_real_ptxas
+
+    try:
+        return find_real_ptxas()
+    except WrapperError as exc:
+        fail(str(exc))
+    raise AssertionError("unreachable")
+
+
+def compile_corpus(out: Path, limit: int | None) -> list[Path]:
+    """PTX of the corpus kernels (sm_90, else sm_90a); kernels nvcc rejects are skipped."""
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        fail("nvcc not found: pass PTX files as arguments")
+    sources = sorted(CORPUS.glob("*.cu"))[:limit]
+    if not sources:
+        fail(f"no PTX files given and no CUDA sources in {CORPUS}")
+    ptx: list[Path] = []
+    for src in sources:
+        dest = out / (src.stem + ".ptx")
+        for arch in ("sm_90", "sm_90a"):
+            proc = subprocess.run(
+                [nvcc, f"-arch={arch}", "-ptx", str(src), "-o", str(dest)], capture_output=True
+            )
+            if proc.returncode == 0:
+                ptx.append(dest)
+                break
+    return ptx
+
+
+def ptx_arch(path: Path) -> str:
+    """The GPU to assemble for: the .target of the PTX (sm_90 if older or absent)."""
+    m = re.search(r"^\s*\.target\s+(sm_\d+a?)", path.read_text(errors="replace"), re.M)
+    if m and int(re.sub(r"\D", "", m.group(1))) >= 75:
+        return m.group(1)
+    return "sm_90"
+
+
+def median_ms(cmd: list[str], env: dict[str, str], repeat: int) -> tuple[float, int]:
+    """Median wall time of ``cmd`` in ms, and its last exit code."""
+    times = []
+    rc = 0
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        rc = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode
+        times.append((time.perf_counter() - t0) * 1000)
+    return statistics.median(times), rc
+
+
+def measure(files: list[Path], repeat: int, pipeline: str | None) -> tuple[list[Row], float]:
+    """Time every file both ways; also return the bare interpreter start-up time (ms)."""
+    real = find_ptxas()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PTXASW_")}
+    env["PTXASW_REAL_PTXAS"] = str(real)
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    if pipeline:
+        env["PTXASW_PIPELINE"] = pipeline
+    startup, _ = median_ms([sys.executable, "-P", "-c", "pass"], env, repeat)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="ptxasw-bench-") as tmp:
+        out = str(Path(tmp) / "out.cubin")
+        log = Path(tmp) / "log.jsonl"
+        for f in files:
+            arch = ptx_arch(f)
+            args = ["-arch", arch, str(f), "-o", out]
+            base, rc = median_ms([str(real), *args], env, repeat)
+            if rc != 0:
+                print(f"wrapper_overhead: skipping {f}: ptxas exit {rc}", file=sys.stderr)
+                continue
+            floor, _ = median_ms(
+                [sys.executable, "-P", "-m", "ptxasw.wrapper", *args], {**env, "PTXASW_DISABLE": "1"}, repeat
+            )
+            wenv = {**env, "PTXASW_LOG": str(log)}
+            log.unlink(missing_ok=True)
+            wrapped, _ = median_ms([sys.executable, "-P", "-m", "ptxasw.wrapper", *args], wenv, repeat)
+            recs = [json.loads(line) for line in log.read_text().splitlines()]
+            pipe = statistics.median(sum(i["seconds"] for i in r["inputs"]) * 1000 for r in recs)
+            statuses = sorted({r["status"] for r in recs})
+            rows.append(
+                Row(
+                    file=f.name,
+                    lines=len(f.read_text(errors="replace").splitlines()),
+                    arch=arch,
+                    ptxas_ms=round(base, 2),
+                    disabled_ms=round(floor, 2),
+                    wrapper_ms=round(wrapped, 2),
+                    pipeline_ms=round(pipe, 2),
+                    ratio=round(wrapped / base, 3),
+                    status="/".join(statuses),
+                )
+            )
+    return rows, startup
+
+
+def geomean(values: list[float]) -> float:
+    return statistics.geometric_mean(values) if values else float("nan")
+
+
+def print_table(rows: list[Row], startup: float) -> None:
+    """A rich table when rich is installed, plain text otherwise."""
+    head = [
+        "file",
+        "lines",
+        "arch",
+        "ptxas ms",
+        "disabled ms",
+        "wrapper ms",
+        "pipeline ms",
+        "ratio",
+        "status",
+    ]
+    body = [
+        [r.file, str(r.lines), r.arch, f"{r.ptxas_ms:.1f}", f"{r.disabled_ms:.1f}", f"{r.wrapper_ms:.1f}",
+         f"{r.pipeline_ms:.1f}", f"{r.ratio:.2f}x", r.status]
+        for r in rows
+    ]  # fmt: skip
+    footer = (
+        f"geomean ratio {geomean([r.ratio for r in rows]):.2f}x over {len(rows)} files; "
+        f"Python start-up alone {startup:.1f} ms; goal < 1.5x"
+    )
+    try:
+        from rich.console import Console
+        from rich.table import Table
+    except ImportError:
+        widths = [max(len(x) for x in col) for col in zip(head, *body, strict=False)]
+        for line in [head, *body]:
+            print("  ".join(x.ljust(w) for x, w in zip(line, widths, strict=False)))
+        print(footer)
+        return
+    table = Table(
+        title="ptxas vs ptxasw wrapper (median wall time; disabled = PTXASW_DISABLE=1, start-up + exec)"
+    )
+    for i, h in enumerate(head):
+        table.add_column(h, justify="left" if i in (0, 2, 8) else "right", no_wrap=True)
+    for line in body:
+        table.add_row(*line)
+    console = Console(width=max(120, shutil.get_terminal_size().columns))
+    console.print(table)
+    console.print(footer)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse arguments, time, print."""
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("files", nargs="*", type=Path, help="PTX files (default: compile tests/corpus/cuda/*.cu)")
+    ap.add_argument("--repeat", type=int, default=5, help="runs per file and way (median; default 5)")
+    ap.add_argument("--limit", type=int, default=None, help="at most this many corpus sources")
+    ap.add_argument("--pipeline", default=None, help="MODULE:FUNCTION to run instead of the default pipeline")
+    ap.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    ns = ap.parse_args(argv)
+    if ns.repeat < 1:
+        fail("--repeat must be at least 1")
+    for f in ns.files:
+        if not f.is_file():
+            fail(f"{f}: no such file")
+    with tempfile.TemporaryDirectory(prefix="ptxasw-bench-src-") as tmp:
+        files = ns.files or compile_corpus(Path(tmp), ns.limit)
+        if not files:
+            fail("no PTX to time (nvcc compiled none of the corpus)")
+        rows, startup = measure(files, ns.repeat, ns.pipeline)
+    if ns.json:
+        print(
+            json.dumps(
+                {
+                    "rows": [asdict(r) for r in rows],
+                    "geomean_ratio": round(geomean([r.ratio for r in rows]), 3),
+                    "python_startup_ms": round(startup, 2),
+                },
+                indent=2,
+            )
+        )
+    else:
+        print_table(rows, startup)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
