@@ -226,7 +226,9 @@ def test_nvcc_through_a_shadow_toolkit(shadow: Path, tmp_path: Path) -> None:
     assert rec["real"] == str((CUDA / "bin" / "ptxas").resolve())
     assert rec["inputs"][0]["rewritten"] is True and rec["inputs"][0]["input"].endswith(".ptx")
     # The real pipeline parses and prints nvcc's PTX without falling back.
-    proc = subprocess.run(cmd, env=hook_env(log, None), capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    proc = subprocess.run(
+        cmd, env=hook_env(log, None), capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == ""
     assert log_records(log)[-1]["status"] == "ok"
@@ -332,7 +334,9 @@ def test_gcc_openacc_through_the_as_shim(tmp_path: Path) -> None:
     run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0 and run.stdout.strip() == "21.0"
     # The real pipeline keeps GCC's marker comments, so its PTX is used, not the fallback.
-    proc = subprocess.run(cmd, env=hook_env(log, None), capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    proc = subprocess.run(
+        cmd, env=hook_env(log, None), capture_output=True, text=True, timeout=300, cwd=tmp_path
+    )
     assert proc.returncode == 0 and "ptxasw" not in proc.stderr, proc.stderr
     rec = log_records(log)[-1]
     assert rec["status"] == "ok" and rec["inputs"][0]["rewritten"] is True

@@ -140,9 +140,9 @@ class PtxLexer(Lexer):
                 raise LexError(text[pos], line, pos - line_start + 1)
             kind = m.lastgroup
             value = m.group()
-            if kind == "COMMENT" and depth == 0 and self.on_comment is not None:
-                if not text[line_start:pos].strip():  # a whole-line comment
-                    self.on_comment(Token("COMMENT", value, pos, line, pos - line_start + 1))
+            whole_line = kind == "COMMENT" and not text[line_start:pos].strip()
+            if whole_line and depth == 0 and self.on_comment is not None:
+                self.on_comment(Token("COMMENT", value, pos, line, pos - line_start + 1))
             if kind == "WS" or kind == "COMMENT":
                 newlines = value.count("\n")
                 if newlines:
