@@ -204,6 +204,11 @@ _RMW = _M.READ | _M.WRITE | _M.ATOMIC
 # Types and modifier vocabulary
 
 
+def _set(words: str) -> frozenset[str]:
+    """A vocabulary set written as one space-separated string."""
+    return frozenset(words.split())
+
+
 def _bits_table() -> dict[str, int | None]:
     table: dict[str, int | None] = {".pred": 1, ".b1": 1}
     for w in (8, 16, 32, 64):
@@ -212,7 +217,8 @@ def _bits_table() -> dict[str, int | None]:
     table.update({".u16x2": 32, ".s16x2": 32})
     table.update({".f16": 16, ".bf16": 16, ".f16x2": 32, ".bf16x2": 32})
     table.update({".f32": 32, ".f64": 64, ".tf32": 32, ".f32x2": 64})
-    # Narrow floating-point formats: name -> element bits; x2/x4 packs.
+    # Narrow floating-point formats and their x2/x4 packs; fp6 (e2m3, e3m2)
+    # values take a byte each in registers, fp4 (e2m1) half a byte.
     for name, bits in (
         ("e4m3", 8),
         ("e5m2", 8),
@@ -225,8 +231,6 @@ def _bits_table() -> dict[str, int | None]:
         table[f".{name}"] = bits
         table[f".{name}x2"] = 2 * bits if bits == 8 else 8
         table[f".{name}x4"] = 4 * bits if bits == 8 else 16
-    # fp6 values occupy a byte each when packed in pairs/quads for cvt.
-    table.update({".e2m3x2": 16, ".e3m2x2": 16, ".e2m3x4": 32, ".e3m2x4": 32})
     # Packed tensor-core source formats (ldmatrix / tcgen05.cp decompression).
     table.update({".b8x16": 128, ".b6x16_p32": 128, ".b4x16_p64": 128, ".b6p2x16": 128})
     # Opaque handle types (istypep).
@@ -237,127 +241,35 @@ def _bits_table() -> dict[str, int | None]:
 _TYPE_BITS: dict[str, int | None] = _bits_table()
 _TYPES = frozenset(_TYPE_BITS)
 
-_STATE_SPACES = frozenset(
-    {
-        ".global",
-        ".shared",
-        ".shared::cta",
-        ".shared::cluster",
-        ".local",
-        ".const",
-        ".param",
-        ".param::entry",
-        ".param::func",
-        ".tex",
-        ".reg",
-        ".sreg",
-    }
+_STATE_SPACES = _set(
+    ".global .shared .shared::cta .shared::cluster .local .const .param "
+    ".param::entry .param::func .tex .reg .sreg"
 )
 _VECTORS = {".v2": 2, ".v4": 4, ".v8": 8}
-_ROUNDING = frozenset({".rn", ".rz", ".rm", ".rp", ".rni", ".rzi", ".rmi", ".rpi", ".rna", ".rs"})
-_COMPARE = frozenset(
-    {
-        ".eq",
-        ".ne",
-        ".lt",
-        ".le",
-        ".gt",
-        ".ge",
-        ".lo",
-        ".ls",
-        ".hi",
-        ".hs",
-        ".equ",
-        ".neu",
-        ".ltu",
-        ".leu",
-        ".gtu",
-        ".geu",
-        ".num",
-        ".nan",
-    }
-)
+_ROUNDING = _set(".rn .rz .rm .rp .rni .rzi .rmi .rpi .rna .rs")
+_COMPARE = _set(".eq .ne .lt .le .gt .ge .lo .ls .hi .hs .equ .neu .ltu .leu .gtu .geu .num .nan")
 _BOOL = frozenset({".and", ".or", ".xor"})
-_CACHE = frozenset(
-    {
-        ".ca",
-        ".cg",
-        ".cs",
-        ".lu",
-        ".cv",
-        ".wb",
-        ".wt",
-        ".nc",
-        ".L1",
-        ".L2",
-        ".L2::cache_hint",
-        ".L2::64B",
-        ".L2::128B",
-        ".L2::256B",
-    }
+_CACHE = _set(".ca .cg .cs .lu .cv .wb .wt .nc .L1 .L2 .L2::cache_hint .L2::64B .L2::128B .L2::256B")
+_EVICTION = _set(
+    ".L1::evict_normal .L1::evict_unchanged .L1::evict_first .L1::evict_last "
+    ".L1::no_allocate .L2::evict_normal .L2::evict_first .L2::evict_last "
+    ".L2::evict_unchanged"
 )
-_EVICTION = frozenset(
-    {
-        ".L1::evict_normal",
-        ".L1::evict_unchanged",
-        ".L1::evict_first",
-        ".L1::evict_last",
-        ".L1::no_allocate",
-        ".L2::evict_normal",
-        ".L2::evict_first",
-        ".L2::evict_last",
-        ".L2::evict_unchanged",
-    }
-)
-_SCOPE = frozenset({".cta", ".cluster", ".gpu", ".sys", ".gl"})
-_SEMANTICS = frozenset(
-    {
-        ".relaxed",
-        ".acquire",
-        ".release",
-        ".acq_rel",
-        ".sc",
-        ".volatile",
-        ".weak",
-        ".mmio",
-    }
-)
+_SCOPE = _set(".cta .cluster .gpu .sys .gl")
+_SEMANTICS = _set(".relaxed .acquire .release .acq_rel .sc .volatile .weak .mmio")
 _SATURATE = frozenset({".sat", ".satfinite"})
 _FTZ = frozenset({".ftz", ".noftz"})
 _APPROX = frozenset({".approx", ".full"})
 _LAYOUT = frozenset({".row", ".col", ".trans"})
-_GEOMETRY = frozenset(
-    {
-        ".1d",
-        ".2d",
-        ".3d",
-        ".4d",
-        ".5d",
-        ".a1d",
-        ".a2d",
-        ".cube",
-        ".acube",
-        ".2dms",
-        ".a2dms",
-    }
-)
+_GEOMETRY = _set(".1d .2d .3d .4d .5d .a1d .a2d .cube .acube .2dms .a2dms")
 _SHAPE_RE = re.compile(r"\.(?:m\d+n\d+(?:k\d+)?|x\d+|\d+x\d+b(?:x2)?|[1-5]d|a[12]d|a?cube|a?2dms)")
 # Operation words of atomics and reductions: with these opcodes .and/.or/.xor
 # name an operation (MODE), not the boolean combiner of setp (BOOL_OP).
-_OP_WORD_OPCODES = frozenset(
-    {
-        "atom",
-        "red",
-        "red.async",
-        "redux",
-        "multimem.ld_reduce",
-        "multimem.red",
-        "cp.reduce.async.bulk",
-        "cp.reduce.async.bulk.tensor",
-        "sured",
-    }
+_OP_WORD_OPCODES = _set(
+    "atom red red.async redux multimem.ld_reduce multimem.red "
+    "cp.reduce.async.bulk cp.reduce.async.bulk.tensor sured"
 )
-_COMPARE_OPCODES = frozenset({"set", "setp", "vset", "vset2", "vset4"})
+_COMPARE_OPCODES = _set("set setp vset vset2 vset4")
 
 
 def type_bits(ptx_type: str | None) -> int | None:
@@ -512,73 +424,39 @@ class OpcodeSpec:
     slots_fn: _SlotsFn | None = None
 
 
-# Modifier groups usable in the ``mods`` string of _op (upper-case words).
+# Modifier groups usable in the ``mods`` string of _op (the words without a leading dot).
 _GROUPS: dict[str, frozenset[str]] = {
-    "RND": frozenset({".rn", ".rz", ".rm", ".rp"}),
-    "IRND": frozenset({".rni", ".rzi", ".rmi", ".rpi"}),
+    "RND": _set(".rn .rz .rm .rp"),
+    "IRND": _set(".rni .rzi .rmi .rpi"),
     "SEM": _SEMANTICS,
-    "SCOPE": frozenset({".cta", ".cluster", ".gpu", ".sys"}),
+    "SCOPE": _set(".cta .cluster .gpu .sys"),
     "SPACE": _STATE_SPACES,
     "VEC": frozenset(_VECTORS),
-    "COP": frozenset({".ca", ".cg", ".cs", ".lu", ".cv", ".wb", ".wt", ".nc"}),
+    "COP": _set(".ca .cg .cs .lu .cv .wb .wt .nc"),
     "EVICT": _EVICTION,
-    "L2": frozenset({".L2::cache_hint", ".L2::64B", ".L2::128B", ".L2::256B"}),
+    "L2": _set(".L2::cache_hint .L2::64B .L2::128B .L2::256B"),
     "CMP": _COMPARE,
     "BOOL": _BOOL,
-    "AOP": frozenset({".and", ".or", ".xor", ".cas", ".exch", ".add", ".inc", ".dec", ".min", ".max"}),
+    "AOP": _set(".and .or .xor .cas .exch .add .inc .dec .min .max"),
     "SYNC": frozenset({".sync", ".aligned"}),
     "LAYOUT": frozenset({".row", ".col"}),
     "GEOM": _GEOMETRY,
     "CTAG": frozenset({".cta_group::1", ".cta_group::2"}),
-    "TXQ": frozenset(
-        {
-            ".width",
-            ".height",
-            ".depth",
-            ".channel_data_type",
-            ".channel_order",
-            ".normalized_coords",
-            ".filter_mode",
-            ".addr_mode_0",
-            ".addr_mode_1",
-            ".addr_mode_2",
-            ".num_samples",
-            ".array_size",
-            ".num_mipmap_levels",
-            ".force_unnormalized_coords",
-            ".memory_layout",
-            ".level",
-        }
+    "TXQ": _set(
+        ".width .height .depth .channel_data_type .channel_order "
+        ".normalized_coords .filter_mode .addr_mode_0 .addr_mode_1 .addr_mode_2 "
+        ".num_samples .array_size .num_mipmap_levels .force_unnormalized_coords "
+        ".memory_layout .level"
     ),
-    "LOADMODE": frozenset(
-        {
-            ".tile",
-            ".tile::gather4",
-            ".tile::scatter4",
-            ".im2col",
-            ".im2col::w",
-            ".im2col::w::128",
-            ".im2col_no_offs",
-        }
+    "LOADMODE": _set(
+        ".tile .tile::gather4 .tile::scatter4 .im2col .im2col::w .im2col::w::128 .im2col_no_offs"
     ),
-    "BULK": frozenset(
-        {".mbarrier::complete_tx::bytes", ".bulk_group", ".multicast::cluster", ".L2::cache_hint", ".cp_mask"}
+    "BULK": _set(".mbarrier::complete_tx::bytes .bulk_group .multicast::cluster .L2::cache_hint .cp_mask"),
+    "KIND": _set(
+        ".kind::f16 .kind::tf32 .kind::f8f6f4 .kind::i8 .kind::mxf8f6f4 .kind::mxf4 .kind::mxf4nvf4"
     ),
-    "KIND": frozenset(
-        {
-            ".kind::f16",
-            ".kind::tf32",
-            ".kind::f8f6f4",
-            ".kind::i8",
-            ".kind::mxf8f6f4",
-            ".kind::mxf4",
-            ".kind::mxf4nvf4",
-        }
-    ),
-    "SCALE": frozenset(
-        {".block_scale", ".scale_vec::1X", ".scale_vec::2X", ".scale_vec::4X", ".block16", ".block32"}
-    ),
-    "SURF": frozenset({".b", ".p", ".trap", ".clamp", ".zero"}),
+    "SCALE": _set(".block_scale .scale_vec::1X .scale_vec::2X .scale_vec::4X .block16 .block32"),
+    "SURF": _set(".b .p .trap .clamp .zero"),
 }
 
 # Regex patterns usable in ``mods`` (words starting with "~" name one here).
@@ -669,172 +547,79 @@ def _call_slots(_modifiers: tuple[str, ...], kinds: tuple[str, ...]) -> tuple[_S
 
 _F = Family
 
+# The table is laid out by hand, one entry per opcode, so the formatter keeps out.
+# fmt: off
 # ---- Integer arithmetic (also the float forms of the shared opcodes) ----
 _ARITH = "RND .ftz .sat"
-_op(
-    "add",
-    _F.INTEGER,
-    "Add; integer, float, packed and mixed-precision forms.",
-    (1, 0),
-    "=d, a:S, b",
-    mods=f"{_ARITH} .cc",
-)
-_op(
-    "sub",
-    _F.INTEGER,
-    "Subtract; integer, float, packed and mixed-precision forms.",
-    (1, 0),
-    "=d, a:S, b",
-    mods=f"{_ARITH} .cc",
-)
-_op(
-    "mul",
-    _F.INTEGER,
-    "Multiply; .lo/.hi halves or .wide full product for integers.",
-    (1, 0),
-    "=d, a, b",
-    when=[(".wide", "=d:W, a, b")],
-    mods=f"{_ARITH} .lo .hi .wide",
-)
-_op(
-    "mad",
-    _F.INTEGER,
-    "Multiply-add; .lo/.hi/.wide for integers, rounded for floats.",
-    (1, 0),
-    "=d, a, b, c",
-    when=[(".wide", "=d:W, a, b, c:W")],
-    mods=f"{_ARITH} .lo .hi .wide .cc",
-)
-_op("mul24", _F.INTEGER, "Multiply the low 24 bits of two integers.", (1, 0), "=d, a, b", mods=".lo .hi")
-_op(
-    "mad24",
-    _F.INTEGER,
-    "Multiply the low 24 bits of two integers and add.",
-    (1, 0),
-    "=d, a, b, c",
-    mods=".lo .hi .sat",
-)
+_op("add", _F.INTEGER, "Add; integer, float, packed and mixed-precision forms.", (1, 0),
+    "=d, a:S, b", mods=f"{_ARITH} .cc")
+_op("sub", _F.INTEGER, "Subtract; integer, float, packed and mixed-precision forms.", (1, 0),
+    "=d, a:S, b", mods=f"{_ARITH} .cc")
+_op("mul", _F.INTEGER, "Multiply; .lo/.hi halves or .wide full product for integers.", (1, 0),
+    "=d, a, b", when=[(".wide", "=d:W, a, b")], mods=f"{_ARITH} .lo .hi .wide")
+_op("mad", _F.INTEGER, "Multiply-add; .lo/.hi/.wide for integers, rounded for floats.", (1, 0),
+    "=d, a, b, c", when=[(".wide", "=d:W, a, b, c:W")], mods=f"{_ARITH} .lo .hi .wide .cc")
+_op("mul24", _F.INTEGER, "Multiply the low 24 bits of two integers.", (1, 0), "=d, a, b",
+    mods=".lo .hi")
+_op("mad24", _F.INTEGER, "Multiply the low 24 bits of two integers and add.", (1, 0), "=d, a, b, c",
+    mods=".lo .hi .sat")
 _op("sad", _F.INTEGER, "Sum of absolute difference: d = c + |a - b|.", (1, 0), "=d, a, b, c")
-_op(
-    "div",
-    _F.INTEGER,
-    "Divide; integer or float (.approx/.full/.rn...).",
-    (1, 0),
-    "=d, a, b",
-    mods="RND .ftz .approx .full",
-)
+_op("div", _F.INTEGER, "Divide; integer or float (.approx/.full/.rn...).", (1, 0), "=d, a, b",
+    mods="RND .ftz .approx .full")
 _op("rem", _F.INTEGER, "Integer remainder.", (1, 0), "=d, a, b")
 _op("abs", _F.INTEGER, "Absolute value.", (1, 0), "=d, a", mods=".ftz")
 _op("neg", _F.INTEGER, "Arithmetic negation.", (1, 0), "=d, a", mods=".ftz .sat")
-_op(
-    "min",
-    _F.INTEGER,
-    "Minimum (two inputs, or three for .f32 from PTX 8.8).",
-    (1, 0),
-    "=d, a, b; =d, a, b, c",
-    mods=".ftz .NaN .xorsign .abs .relu",
-)
-_op(
-    "max",
-    _F.INTEGER,
-    "Maximum (two inputs, or three for .f32 from PTX 8.8).",
-    (1, 0),
-    "=d, a, b; =d, a, b, c",
-    mods=".ftz .NaN .xorsign .abs .relu",
-)
+_op("min", _F.INTEGER, "Minimum (two inputs, or three for .f32 from PTX 8.8).", (1, 0),
+    "=d, a, b; =d, a, b, c", mods=".ftz .NaN .xorsign .abs .relu")
+_op("max", _F.INTEGER, "Maximum (two inputs, or three for .f32 from PTX 8.8).", (1, 0),
+    "=d, a, b; =d, a, b, c", mods=".ftz .NaN .xorsign .abs .relu")
 _op("popc", _F.INTEGER, "Population count.", (2, 0), "=d:.u32, a")
 _op("clz", _F.INTEGER, "Count leading zeros.", (2, 0), "=d:.u32, a")
-_op("bfind", _F.INTEGER, "Find the most significant non-sign bit.", (2, 0), "=d:.u32, a", mods=".shiftamt")
-_op("fns", _F.INTEGER, "Find the n-th set bit of a mask.", (6, 0), "=d:.b32, m:.b32, b:.u32, o:.s32")
+_op("bfind", _F.INTEGER, "Find the most significant non-sign bit.", (2, 0), "=d:.u32, a",
+    mods=".shiftamt")
+_op("fns", _F.INTEGER, "Find the n-th set bit of a mask.", (6, 0),
+    "=d:.b32, m:.b32, b:.u32, o:.s32")
 _op("brev", _F.INTEGER, "Reverse the bits.", (2, 0), "=d, a")
-_op("bfe", _F.INTEGER, "Extract a bit field (position b, length c).", (2, 0), "=d, a, b:.u32, c:.u32")
-_op(
-    "bfi",
-    _F.INTEGER,
-    "Insert bit field a into b at position c with length d.",
-    (2, 0),
-    "=f, a, b, c:.u32, d:.u32",
-)
-_op(
-    "szext",
-    _F.INTEGER,
-    "Sign- or zero-extend from a bit position.",
-    (7, 6),
-    "=d, a, b:.u32",
-    mods=".clamp .wrap",
-)
-_op(
-    "bmsk",
-    _F.INTEGER,
-    "Build a bit mask from a position and width.",
-    (7, 6),
-    "=d, a:.u32, b:.u32",
-    mods=".clamp .wrap",
-)
-_op("dp4a", _F.INTEGER, "Four-way byte dot product with 32-bit accumulate.", (5, 0), "=d:DP, a:T, b:S, c:DP")
-_op(
-    "dp2a",
-    _F.INTEGER,
-    "Two-way 16x8-bit dot product with 32-bit accumulate.",
-    (5, 0),
-    "=d:DP, a:T, b:S, c:DP",
-    mods=".lo .hi",
-)
-_op("addc", _F.INTEGER, "Add with carry-in (and carry-out with .cc).", (1, 2), "=d, a, b", mods=".cc")
-_op("subc", _F.INTEGER, "Subtract with borrow-in (and borrow-out with .cc).", (1, 3), "=d, a, b", mods=".cc")
-_op(
-    "madc",
-    _F.INTEGER,
-    "Multiply-add with carry-in (and carry-out with .cc).",
-    (3, 0),
-    "=d, a, b, c",
-    mods=".lo .hi .cc",
-)
+_op("bfe", _F.INTEGER, "Extract a bit field (position b, length c).", (2, 0),
+    "=d, a, b:.u32, c:.u32")
+_op("bfi", _F.INTEGER, "Insert bit field a into b at position c with length d.", (2, 0),
+    "=f, a, b, c:.u32, d:.u32")
+_op("szext", _F.INTEGER, "Sign- or zero-extend from a bit position.", (7, 6), "=d, a, b:.u32",
+    mods=".clamp .wrap")
+_op("bmsk", _F.INTEGER, "Build a bit mask from a position and width.", (7, 6), "=d, a:.u32, b:.u32",
+    mods=".clamp .wrap")
+_op("dp4a", _F.INTEGER, "Four-way byte dot product with 32-bit accumulate.", (5, 0),
+    "=d:DP, a:T, b:S, c:DP")
+_op("dp2a", _F.INTEGER, "Two-way 16x8-bit dot product with 32-bit accumulate.", (5, 0),
+    "=d:DP, a:T, b:S, c:DP", mods=".lo .hi")
+_op("addc", _F.INTEGER, "Add with carry-in (and carry-out with .cc).", (1, 2), "=d, a, b",
+    mods=".cc")
+_op("subc", _F.INTEGER, "Subtract with borrow-in (and borrow-out with .cc).", (1, 3), "=d, a, b",
+    mods=".cc")
+_op("madc", _F.INTEGER, "Multiply-add with carry-in (and carry-out with .cc).", (3, 0),
+    "=d, a, b, c", mods=".lo .hi .cc")
 
 # ---- Floating point ----
-_op(
-    "fma",
-    _F.FLOAT,
-    "Fused multiply-add, also packed/half and mixed precision.",
-    (1, 4),
-    "=d, a:S, b:S, c",
-    mods="RND .ftz .sat .relu .oob",
-)
+_op("fma", _F.FLOAT, "Fused multiply-add, also packed/half and mixed precision.", (1, 4),
+    "=d, a:S, b:S, c", mods="RND .ftz .sat .relu .oob")
 _op("rcp", _F.FLOAT, "Reciprocal.", (1, 0), "=d, a", mods="RND .ftz .approx")
 _op("sqrt", _F.FLOAT, "Square root.", (1, 0), "=d, a", mods="RND .ftz .approx")
-_op("rsqrt", _F.FLOAT, "Reciprocal square root (approximate).", (1, 0), "=d, a", mods=".ftz .approx")
+_op("rsqrt", _F.FLOAT, "Reciprocal square root (approximate).", (1, 0), "=d, a",
+    mods=".ftz .approx")
 _op("sin", _F.FLOAT, "Sine (approximate).", (1, 0), "=d, a", mods=".ftz .approx")
 _op("cos", _F.FLOAT, "Cosine (approximate).", (1, 0), "=d, a", mods=".ftz .approx")
 _op("lg2", _F.FLOAT, "Base-2 logarithm (approximate).", (1, 0), "=d, a", mods=".ftz .approx")
 _op("ex2", _F.FLOAT, "Base-2 exponential (approximate).", (1, 0), "=d, a", mods=".ftz .approx")
 _op("tanh", _F.FLOAT, "Hyperbolic tangent (approximate).", (7, 0), "=d, a", mods=".approx")
 _op("copysign", _F.FLOAT, "Copy the sign of a onto b.", (2, 0), "=d, a, b")
-_op(
-    "testp",
-    _F.FLOAT,
-    "Test a float for a property (finite, NaN, normal...).",
-    (2, 0),
-    "=p:.pred, a",
-    mods=".finite .infinite .number .notanumber .normal .subnormal",
-)
+_op("testp", _F.FLOAT, "Test a float for a property (finite, NaN, normal...).", (2, 0),
+    "=p:.pred, a", mods=".finite .infinite .number .notanumber .normal .subnormal")
 
 # ---- Comparison and selection ----
-_op(
-    "set",
-    _F.COMPARISON,
-    "Compare and write a boolean or integer mask.",
-    (1, 0),
-    "=d, a:S, b:S; =d, a:S, b:S, c:.pred",
-    mods="CMP BOOL .ftz",
-)
-_op(
-    "setp",
-    _F.COMPARISON,
-    "Compare and set one predicate and optionally its negation.",
-    (1, 0),
-    "=p:.pred|=q:.pred, a, b; =p:.pred|=q:.pred, a, b, c:.pred",
-    mods="CMP BOOL .ftz",
-)
+_op("set", _F.COMPARISON, "Compare and write a boolean or integer mask.", (1, 0),
+    "=d, a:S, b:S; =d, a:S, b:S, c:.pred", mods="CMP BOOL .ftz")
+_op("setp", _F.COMPARISON, "Compare and set one predicate and optionally its negation.", (1, 0),
+    "=p:.pred|=q:.pred, a, b; =p:.pred|=q:.pred, a, b, c:.pred", mods="CMP BOOL .ftz")
 _op("selp", _F.COMPARISON, "Select a or b on a predicate.", (1, 0), "=d, a, b, c:.pred")
 _op("slct", _F.COMPARISON, "Select a or b on the sign of c.", (1, 0), "=d, a, b, c:S", mods=".ftz")
 
@@ -844,408 +629,129 @@ _op("or", _F.LOGIC, "Bitwise OR.", (1, 0), "=d, a, b")
 _op("xor", _F.LOGIC, "Bitwise XOR.", (1, 0), "=d, a, b")
 _op("not", _F.LOGIC, "Bitwise complement.", (1, 0), "=d, a")
 _op("cnot", _F.LOGIC, "C-style logical negation (1 if zero else 0).", (1, 0), "=d, a")
-_op(
-    "lop3",
-    _F.LOGIC,
-    "Arbitrary three-input logic from an 8-bit truth table.",
-    (4, 3),
-    "=d, a, b, c, l:.b32; =d|=p:.pred, a, b, c, l:.b32, q:.pred",
-    mods="BOOL",
-)
-_op(
-    "shf",
-    _F.LOGIC,
-    "Funnel shift of the 64-bit pair b:a.",
-    (3, 1),
-    "=d:.b32, a:.b32, b:.b32, c:.u32",
-    mods=".l .r .clamp .wrap",
-)
+_op("lop3", _F.LOGIC, "Arbitrary three-input logic from an 8-bit truth table.", (4, 3),
+    "=d, a, b, c, l:.b32; =d|=p:.pred, a, b, c, l:.b32, q:.pred", mods="BOOL")
+_op("shf", _F.LOGIC, "Funnel shift of the 64-bit pair b:a.", (3, 1),
+    "=d:.b32, a:.b32, b:.b32, c:.u32", mods=".l .r .clamp .wrap")
 _op("shl", _F.LOGIC, "Shift left.", (1, 0), "=d, a, b:.u32")
 _op("shr", _F.LOGIC, "Shift right (arithmetic for signed types).", (1, 0), "=d, a, b:.u32")
 
 # ---- Data movement and conversion ----
 _LDST = "SPACE COP EVICT L2 SEM SCOPE VEC"
-_op(
-    "mov",
-    _F.DATA,
+_op("mov", _F.DATA,
     "Move a register, immediate, special register or address; also packs and unpacks vectors.",
-    (1, 0),
-    "=d:SPLIT, a:SPLIT",
-    mods="VEC",
-)
-_op(
-    "shfl",
-    _F.WARP,
-    "Exchange registers between lanes of a warp.",
-    (3, 0),
+    (1, 0), "=d:SPLIT, a:SPLIT", mods="VEC")
+_op("shfl", _F.WARP, "Exchange registers between lanes of a warp.", (3, 0),
     "=d|=p:.pred, a, b:.b32, c:.b32; =d|=p:.pred, a, b:.b32, c:.b32, m:.b32",
-    mods=".sync .up .down .bfly .idx",
-    warp=True,
-)
-_op(
-    "prmt",
-    _F.DATA,
-    "Permute bytes from two 32-bit registers.",
-    (2, 0),
-    "=d, a, b, c:.b32",
-    mods=".f4e .b4e .rc8 .ecl .ecr .rc16",
-)
-_op(
-    "ld",
-    _F.MEMORY,
-    "Load from a state space (also ld.global.nc).",
-    (1, 0),
-    "=d, [a]; =d, [a], p:.b64",
-    mods=_LDST,
-    mem=_M.READ,
-)
-_op(
-    "ldu",
-    _F.MEMORY,
-    "Load a value uniform across the warp.",
-    (2, 0),
-    "=d, [a]",
-    mods="SPACE VEC",
-    mem=_M.READ,
-)
-_op("st", _F.MEMORY, "Store to a state space.", (1, 0), "[a], b; [a], b, p:.b64", mods=_LDST, mem=_M.WRITE)
-_op(
-    "st.async",
-    _F.MEMORY,
+    mods=".sync .up .down .bfly .idx", warp=True)
+_op("prmt", _F.DATA, "Permute bytes from two 32-bit registers.", (2, 0), "=d, a, b, c:.b32",
+    mods=".f4e .b4e .rc8 .ecl .ecr .rc16")
+_op("ld", _F.MEMORY, "Load from a state space (also ld.global.nc).", (1, 0),
+    "=d, [a]; =d, [a], p:.b64", mods=_LDST, mem=_M.READ)
+_op("ldu", _F.MEMORY, "Load a value uniform across the warp.", (2, 0), "=d, [a]", mods="SPACE VEC",
+    mem=_M.READ)
+_op("st", _F.MEMORY, "Store to a state space.", (1, 0), "[a], b; [a], b, p:.b64", mods=_LDST,
+    mem=_M.WRITE)
+_op("st.async", _F.MEMORY,
     "Asynchronous store to distributed shared memory (completes on an mbarrier) or release store.",
-    (8, 1),
-    "[a], b, [m]; [a], b",
-    mods="SPACE SEM SCOPE VEC .mbarrier::complete_tx::bytes",
-    mem=_M.WRITE | _M.ASYNC,
-)
-_op(
-    "st.bulk",
-    _F.MEMORY,
-    "Initialise a shared-memory range (bulk store of zero).",
-    (8, 6),
-    "[a], s:.b64, v:.b64",
-    mods="SPACE .weak",
-    mem=_M.WRITE,
-)
-_op(
-    "multimem.ld_reduce",
-    _F.MEMORY,
-    "Load from all locations of a multimem address and reduce.",
-    (8, 1),
-    "=d, [a]",
-    mods="SPACE SEM SCOPE AOP VEC .acc::f32 .acc::f16",
-    mem=_M.READ,
-)
-_op(
-    "multimem.st",
-    _F.MEMORY,
-    "Store to all locations of a multimem address.",
-    (8, 1),
-    "[a], b",
-    mods="SPACE SEM SCOPE VEC",
-    mem=_M.WRITE,
-)
-_op(
-    "multimem.red",
-    _F.ATOMIC,
-    "Reduce into all locations of a multimem address.",
-    (8, 1),
-    "[a], b",
-    mods="SPACE SEM SCOPE AOP VEC",
-    mem=_RMW,
-)
-_op(
-    "prefetch",
-    _F.MEMORY,
-    "Prefetch a line into a cache level (or a tensormap).",
-    (2, 0),
-    "[a]",
-    mods="SPACE EVICT .L1 .L2 .tensormap",
-    mem=_M.PREFETCH,
-)
-_op(
-    "prefetchu",
-    _F.MEMORY,
-    "Prefetch a line into the uniform cache.",
-    (2, 0),
-    "[a]",
-    mods=".L1",
-    mem=_M.PREFETCH,
-)
-_op(
-    "applypriority",
-    _F.MEMORY,
-    "Change the L2 eviction priority of a range.",
-    (7, 4),
-    "[a], s:.u64",
-    mods="SPACE EVICT .L2",
-    mem=_M.PREFETCH,
-)
-_op(
-    "discard",
-    _F.MEMORY,
-    "Discard an L2 line; its memory becomes indeterminate.",
-    (7, 4),
-    "[a], s:.u64",
-    mods="SPACE .L2",
-    mem=_M.WRITE,
-)
-_op(
-    "createpolicy",
-    _F.MEMORY,
-    "Create a 64-bit cache eviction policy.",
-    (7, 4),
-    "=p:.b64; =p:.b64, f:.f32; =p:.b64, [a], s:.u32, t:.u32",
-    when=[(".cvt", "=p:.b64, a:.b64")],
-    mods="SPACE EVICT .fractional .range .cvt .L2",
-)
-_op(
-    "isspacep",
-    _F.DATA,
-    "Test whether a generic address falls in a state space.",
-    (2, 0),
-    "=p:.pred, a:-",
-    mods="SPACE",
-)
-_op(
-    "cvta",
-    _F.CONVERSION,
-    "Convert an address between a state space and generic.",
-    (2, 0),
-    "=d, a",
-    mods="SPACE .to",
-)
-_op(
-    "cvt",
-    _F.CONVERSION,
-    "Convert between types (destination type first).",
-    (1, 0),
-    "=d, a:S; =d, a:S, b:S",
-    when=[(".rs", "=d, a:S, b:S, r:.b32; =d, a:S, r:.b32")],
-    mods="RND IRND .rna .rs .ftz .sat .satfinite .relu",
-)
-_op(
-    "cvt.pack",
-    _F.CONVERSION,
-    "Convert two integers to narrow fields and pack them.",
-    (6, 5),
-    "=d:T2, a:S, b:S; =d:T2, a:S, b:S, c:T2",
-    mods=".sat",
-)
-_op(
-    "mapa",
-    _F.DATA,
-    "Map a shared address to the same variable in another CTA.",
-    (7, 8),
-    "=d, a, b:.u32",
-    mods="SPACE",
-)
-_op(
-    "getctarank",
-    _F.DATA,
-    "CTA rank in the cluster of a shared::cluster address.",
-    (7, 8),
-    "=d:.u32, a",
-    mods="SPACE",
-)
+    (8, 1), "[a], b, [m]; [a], b", mods="SPACE SEM SCOPE VEC .mbarrier::complete_tx::bytes",
+    mem=_M.WRITE | _M.ASYNC)
+_op("st.bulk", _F.MEMORY, "Initialise a shared-memory range (bulk store of zero).", (8, 6),
+    "[a], s:.b64, v:.b64", mods="SPACE .weak", mem=_M.WRITE)
+_op("multimem.ld_reduce", _F.MEMORY, "Load from all locations of a multimem address and reduce.",
+    (8, 1), "=d, [a]", mods="SPACE SEM SCOPE AOP VEC .acc::f32 .acc::f16", mem=_M.READ)
+_op("multimem.st", _F.MEMORY, "Store to all locations of a multimem address.", (8, 1), "[a], b",
+    mods="SPACE SEM SCOPE VEC", mem=_M.WRITE)
+_op("multimem.red", _F.ATOMIC, "Reduce into all locations of a multimem address.", (8, 1), "[a], b",
+    mods="SPACE SEM SCOPE AOP VEC", mem=_RMW)
+_op("prefetch", _F.MEMORY, "Prefetch a line into a cache level (or a tensormap).", (2, 0), "[a]",
+    mods="SPACE EVICT .L1 .L2 .tensormap", mem=_M.PREFETCH)
+_op("prefetchu", _F.MEMORY, "Prefetch a line into the uniform cache.", (2, 0), "[a]", mods=".L1",
+    mem=_M.PREFETCH)
+_op("applypriority", _F.MEMORY, "Change the L2 eviction priority of a range.", (7, 4),
+    "[a], s:.u64", mods="SPACE EVICT .L2", mem=_M.PREFETCH)
+_op("discard", _F.MEMORY, "Discard an L2 line; its memory becomes indeterminate.", (7, 4),
+    "[a], s:.u64", mods="SPACE .L2", mem=_M.WRITE)
+_op("createpolicy", _F.MEMORY, "Create a 64-bit cache eviction policy.", (7, 4),
+    "=p:.b64; =p:.b64, f:.f32; =p:.b64, [a], s:.u32, t:.u32", when=[(".cvt", "=p:.b64, a:.b64")],
+    mods="SPACE EVICT .fractional .range .cvt .L2")
+_op("isspacep", _F.DATA, "Test whether a generic address falls in a state space.", (2, 0),
+    "=p:.pred, a:-", mods="SPACE")
+_op("cvta", _F.CONVERSION, "Convert an address between a state space and generic.", (2, 0), "=d, a",
+    mods="SPACE .to")
+_op("cvt", _F.CONVERSION, "Convert between types (destination type first).", (1, 0),
+    "=d, a:S; =d, a:S, b:S", when=[(".rs", "=d, a:S, b:S, r:.b32; =d, a:S, r:.b32")],
+    mods="RND IRND .rna .rs .ftz .sat .satfinite .relu")
+_op("cvt.pack", _F.CONVERSION, "Convert two integers to narrow fields and pack them.", (6, 5),
+    "=d:T2, a:S, b:S; =d:T2, a:S, b:S, c:T2", mods=".sat")
+_op("mapa", _F.DATA, "Map a shared address to the same variable in another CTA.", (7, 8),
+    "=d, a, b:.u32", mods="SPACE")
+_op("getctarank", _F.DATA, "CTA rank in the cluster of a shared::cluster address.", (7, 8),
+    "=d:.u32, a", mods="SPACE")
 
 # ---- Asynchronous copies ----
-_op(
-    "cp.async",
-    _F.ASYNC_COPY,
-    "Start an asynchronous global-to-shared copy.",
-    (7, 0),
-    "[d], [s], n:.u32; [d], [s], n:.u32, *",
-    mods="SPACE .ca .cg L2",
-    mem=_RW | _M.ASYNC,
-)
+_op("cp.async", _F.ASYNC_COPY, "Start an asynchronous global-to-shared copy.", (7, 0),
+    "[d], [s], n:.u32; [d], [s], n:.u32, *", mods="SPACE .ca .cg L2", mem=_RW | _M.ASYNC)
 _op("cp.async.commit_group", _F.ASYNC_COPY, "Close the current group of cp.async.", (7, 0))
-_op(
-    "cp.async.wait_group",
-    _F.ASYNC_COPY,
-    "Wait until at most N cp.async groups are pending.",
-    (7, 0),
-    "n:.u32",
-    mem=_M.FENCE,
-    bar=True,
-)
-_op("cp.async.wait_all", _F.ASYNC_COPY, "Wait for every pending cp.async.", (7, 0), mem=_M.FENCE, bar=True)
-_op(
-    "cp.async.mbarrier.arrive",
-    _F.ASYNC_COPY,
-    "Arrive on an mbarrier when the thread's cp.async operations complete.",
-    (7, 0),
-    "[a]",
-    mods="SPACE .noinc",
-    mem=_RMW | _M.ASYNC,
-)
+_op("cp.async.wait_group", _F.ASYNC_COPY, "Wait until at most N cp.async groups are pending.",
+    (7, 0), "n:.u32", mem=_M.FENCE, bar=True)
+_op("cp.async.wait_all", _F.ASYNC_COPY, "Wait for every pending cp.async.", (7, 0), mem=_M.FENCE,
+    bar=True)
+_op("cp.async.mbarrier.arrive", _F.ASYNC_COPY,
+    "Arrive on an mbarrier when the thread's cp.async operations complete.", (7, 0), "[a]",
+    mods="SPACE .noinc", mem=_RMW | _M.ASYNC)
 _BULK = "SPACE BULK .multicast::cluster"
-_op(
-    "cp.async.bulk",
-    _F.ASYNC_COPY,
-    "Bulk asynchronous copy between global and shared memory.",
-    (8, 0),
-    "[d], [s], n:.u32, *",
-    mods=_BULK,
-    mem=_RW | _M.ASYNC,
-)
-_op(
-    "cp.reduce.async.bulk",
-    _F.ASYNC_COPY,
-    "Bulk asynchronous reduction into global or shared memory.",
-    (8, 0),
-    "[d], [s], n:.u32, *",
-    mods=f"{_BULK} AOP .noftz",
-    mem=_RMW | _M.ASYNC,
-)
-_op(
-    "cp.async.bulk.tensor",
-    _F.ASYNC_COPY,
-    "Asynchronous tensor (TMA) copy described by a tensor map.",
-    (8, 0),
-    "[d], [s], *",
-    mods=f"{_BULK} GEOM LOADMODE CTAG",
-    mem=_RW | _M.ASYNC,
-)
-_op(
-    "cp.reduce.async.bulk.tensor",
-    _F.ASYNC_COPY,
-    "Asynchronous tensor (TMA) reduction described by a tensor map.",
-    (8, 0),
-    "[d], [s], *",
-    mods=f"{_BULK} GEOM LOADMODE AOP .noftz",
-    mem=_RMW | _M.ASYNC,
-)
-_op(
-    "cp.async.bulk.prefetch",
-    _F.ASYNC_COPY,
-    "Bulk prefetch of global memory into L2.",
-    (8, 0),
-    "[s], n:.u32, *",
-    mods="SPACE .L2 .L2::cache_hint",
-    mem=_M.PREFETCH | _M.ASYNC,
-)
-_op(
-    "cp.async.bulk.prefetch.tensor",
-    _F.ASYNC_COPY,
-    "Tensor (TMA) prefetch into L2.",
-    (8, 0),
-    "[s], *",
-    mods="SPACE GEOM LOADMODE .L2 .L2::cache_hint",
-    mem=_M.PREFETCH | _M.ASYNC,
-)
+_op("cp.async.bulk", _F.ASYNC_COPY, "Bulk asynchronous copy between global and shared memory.",
+    (8, 0), "[d], [s], n:.u32, *", mods=_BULK, mem=_RW | _M.ASYNC)
+_op("cp.reduce.async.bulk", _F.ASYNC_COPY,
+    "Bulk asynchronous reduction into global or shared memory.", (8, 0), "[d], [s], n:.u32, *",
+    mods=f"{_BULK} AOP .noftz", mem=_RMW | _M.ASYNC)
+_op("cp.async.bulk.tensor", _F.ASYNC_COPY,
+    "Asynchronous tensor (TMA) copy described by a tensor map.", (8, 0), "[d], [s], *",
+    mods=f"{_BULK} GEOM LOADMODE CTAG", mem=_RW | _M.ASYNC)
+_op("cp.reduce.async.bulk.tensor", _F.ASYNC_COPY,
+    "Asynchronous tensor (TMA) reduction described by a tensor map.", (8, 0), "[d], [s], *",
+    mods=f"{_BULK} GEOM LOADMODE AOP .noftz", mem=_RMW | _M.ASYNC)
+_op("cp.async.bulk.prefetch", _F.ASYNC_COPY, "Bulk prefetch of global memory into L2.", (8, 0),
+    "[s], n:.u32, *", mods="SPACE .L2 .L2::cache_hint", mem=_M.PREFETCH | _M.ASYNC)
+_op("cp.async.bulk.prefetch.tensor", _F.ASYNC_COPY, "Tensor (TMA) prefetch into L2.", (8, 0),
+    "[s], *", mods="SPACE GEOM LOADMODE .L2 .L2::cache_hint", mem=_M.PREFETCH | _M.ASYNC)
 _op("cp.async.bulk.commit_group", _F.ASYNC_COPY, "Close the current bulk async-group.", (8, 0))
-_op(
-    "cp.async.bulk.wait_group",
-    _F.ASYNC_COPY,
-    "Wait until at most N bulk async-groups are pending.",
-    (8, 0),
-    "n:.u32",
-    mods=".read",
-    mem=_M.FENCE,
-    bar=True,
-)
-_op(
-    "tensormap.replace",
-    _F.MEMORY,
-    "Replace one field of a tensor map in memory.",
-    (8, 3),
+_op("cp.async.bulk.wait_group", _F.ASYNC_COPY,
+    "Wait until at most N bulk async-groups are pending.", (8, 0), "n:.u32", mods=".read",
+    mem=_M.FENCE, bar=True)
+_op("tensormap.replace", _F.MEMORY, "Replace one field of a tensor map in memory.", (8, 3),
     "[a], v:S; [a], o:.b32, v:S",
-    mods="SPACE .tile .global_address .rank .box_dim .global_dim .global_stride "
-    ".element_stride .elemtype .interleave_layout .swizzle_mode .swizzle_atomicity "
-    ".fill_mode",
-    mem=_RW,
-)
-_op(
-    "tensormap.cp_fenceproxy",
-    _F.MEMORY,
-    "Copy a tensor map and fence the tensormap proxy.",
-    (8, 3),
-    "[d], [s], n:.u32",
-    mods="SPACE SEM SCOPE SYNC .tensormap::generic",
-    mem=_RW | _M.FENCE,
-    warp=True,
-    bar=True,
-)
+    mods="SPACE .tile .global_address .rank .box_dim .global_dim .global_stride .element_stride "
+    ".elemtype .interleave_layout .swizzle_mode .swizzle_atomicity .fill_mode",
+    mem=_RW)
+_op("tensormap.cp_fenceproxy", _F.MEMORY, "Copy a tensor map and fence the tensormap proxy.",
+    (8, 3), "[d], [s], n:.u32", mods="SPACE SEM SCOPE SYNC .tensormap::generic", mem=_RW | _M.FENCE,
+    warp=True, bar=True)
 
 # ---- Texture and surface ----
-_op(
-    "tex",
-    _F.TEXTURE,
-    "Texture fetch (sampled lookup).",
-    (1, 0),
-    "=d|=p:.pred, [a], *",
-    mods="GEOM VEC .base .level .grad",
-    mem=_M.READ,
-    space=".tex",
-)
-_op(
-    "tld4",
-    _F.TEXTURE,
-    "Fetch the four texels of a bilinear footprint.",
-    (2, 2),
-    "=d|=p:.pred, [a], *",
-    mods="GEOM VEC .r .g .b .a",
-    mem=_M.READ,
-    space=".tex",
-)
-_op(
-    "txq", _F.TEXTURE, "Query a texture or sampler attribute.", (1, 5), "=d, [a]; =d, [a], l:.s32", mods="TXQ"
-)
-_op("istypep", _F.TEXTURE, "Test whether a handle is a texref/samplerref/surfref.", (4, 0), "=p:.pred, a:-")
-_op(
-    "suld",
-    _F.SURFACE,
-    "Load from a surface.",
-    (1, 5),
-    "=d, [a]",
-    mods="SURF GEOM VEC COP",
-    mem=_M.READ,
-    space=".surf",
-)
-_op(
-    "sust",
-    _F.SURFACE,
-    "Store to a surface.",
-    (1, 5),
-    "[a], b",
-    mods="SURF GEOM VEC COP",
-    mem=_M.WRITE,
-    space=".surf",
-)
-_op(
-    "sured",
-    _F.SURFACE,
-    "Reduction into a surface.",
-    (1, 5),
-    "[a], b",
-    mods="SURF GEOM AOP",
-    mem=_RMW,
-    space=".surf",
-)
+_op("tex", _F.TEXTURE, "Texture fetch (sampled lookup).", (1, 0), "=d|=p:.pred, [a], *",
+    mods="GEOM VEC .base .level .grad", mem=_M.READ, space=".tex")
+_op("tld4", _F.TEXTURE, "Fetch the four texels of a bilinear footprint.", (2, 2),
+    "=d|=p:.pred, [a], *", mods="GEOM VEC .r .g .b .a", mem=_M.READ, space=".tex")
+_op("txq", _F.TEXTURE, "Query a texture or sampler attribute.", (1, 5), "=d, [a]; =d, [a], l:.s32",
+    mods="TXQ")
+_op("istypep", _F.TEXTURE, "Test whether a handle is a texref/samplerref/surfref.", (4, 0),
+    "=p:.pred, a:-")
+_op("suld", _F.SURFACE, "Load from a surface.", (1, 5), "=d, [a]", mods="SURF GEOM VEC COP",
+    mem=_M.READ, space=".surf")
+_op("sust", _F.SURFACE, "Store to a surface.", (1, 5), "[a], b", mods="SURF GEOM VEC COP",
+    mem=_M.WRITE, space=".surf")
+_op("sured", _F.SURFACE, "Reduction into a surface.", (1, 5), "[a], b", mods="SURF GEOM AOP",
+    mem=_RMW, space=".surf")
 _op("suq", _F.SURFACE, "Query a surface attribute.", (1, 5), "=d, [a]", mods="TXQ")
 
 # ---- Control flow ----
 _op("bra", _F.CONTROL, "Branch to a label.", (1, 0), "l:-", mods=".uni", cf=True)
-_op(
-    "brx.idx",
-    _F.CONTROL,
-    "Branch to the index-th label of a .branchtargets list.",
-    (6, 0),
-    "i:.u32, t:-",
-    mods=".uni",
-    cf=True,
-)
-_op(
-    "call",
-    _F.CONTROL,
-    "Call a function (direct or through a pointer).",
-    (1, 0),
-    "*",
-    mods=".uni",
-    cf=True,
-    slots_fn=_call_slots,
-)
+_op("brx.idx", _F.CONTROL, "Branch to the index-th label of a .branchtargets list.", (6, 0),
+    "i:.u32, t:-", mods=".uni", cf=True)
+_op("call", _F.CONTROL, "Call a function (direct or through a pointer).", (1, 0), "*", mods=".uni",
+    cf=True, slots_fn=_call_slots)
 _op("ret", _F.CONTROL, "Return from a function.", (1, 0), mods=".uni", cf=True)
 _op("exit", _F.CONTROL, "Terminate the thread.", (1, 0), cf=True)
 
@@ -1253,644 +759,196 @@ _op("exit", _F.CONTROL, "Terminate the thread.", (1, 0), cf=True)
 _BAR = ".cta .sync .arrive .red .popc .and .or .aligned"
 _BAR_SIG = "; a:.u32; a:.u32, b:.u32"
 _BAR_RED = "=d, a:.u32, c:.pred; =d, a:.u32, b:.u32, c:.pred"
-_op(
-    "bar",
-    _F.SYNC,
-    "CTA barrier (aligned): sync, arrive or reduce.",
-    (1, 0),
-    _BAR_SIG,
-    when=[(".red", _BAR_RED)],
-    mods=_BAR,
-    mem=_M.FENCE,
-    warp=True,
-    bar=True,
-)
-_op(
-    "barrier",
-    _F.SYNC,
-    "CTA barrier (optionally non-aligned): sync, arrive or reduce.",
-    (6, 0),
-    _BAR_SIG,
-    when=[(".red", _BAR_RED)],
-    mods=_BAR,
-    mem=_M.FENCE,
-    warp=True,
-    bar=True,
-)
-_op(
-    "bar.warp.sync",
-    _F.SYNC,
-    "Barrier among the lanes of a warp named by a mask.",
-    (6, 0),
-    "m:.b32",
-    mem=_M.FENCE,
-    warp=True,
-    bar=True,
-)
-_op(
-    "barrier.cluster",
-    _F.SYNC,
-    "Cluster-wide barrier: arrive or wait.",
-    (7, 8),
-    mods=".arrive .wait .relaxed .release .acquire .aligned",
-    mem=_M.FENCE,
-    warp=True,
-    bar=True,
-)
-_op(
-    "membar",
-    _F.SYNC,
-    "Memory barrier at a level (cta, gl, sys) or proxy fence.",
-    (1, 4),
-    mods="SCOPE SPACE .gl .proxy .alias .async",
-    mem=_M.FENCE,
-    bar=True,
-)
-_op(
-    "fence",
-    _F.SYNC,
-    "Memory fence (thread, operation-restricted or proxy).",
-    (6, 0),
+_op("bar", _F.SYNC, "CTA barrier (aligned): sync, arrive or reduce.", (1, 0), _BAR_SIG,
+    when=[(".red", _BAR_RED)], mods=_BAR, mem=_M.FENCE, warp=True, bar=True)
+_op("barrier", _F.SYNC, "CTA barrier (optionally non-aligned): sync, arrive or reduce.", (6, 0),
+    _BAR_SIG, when=[(".red", _BAR_RED)], mods=_BAR, mem=_M.FENCE, warp=True, bar=True)
+_op("bar.warp.sync", _F.SYNC, "Barrier among the lanes of a warp named by a mask.", (6, 0),
+    "m:.b32", mem=_M.FENCE, warp=True, bar=True)
+_op("barrier.cluster", _F.SYNC, "Cluster-wide barrier: arrive or wait.", (7, 8),
+    mods=".arrive .wait .relaxed .release .acquire .aligned", mem=_M.FENCE, warp=True, bar=True)
+_op("membar", _F.SYNC, "Memory barrier at a level (cta, gl, sys) or proxy fence.", (1, 4),
+    mods="SCOPE SPACE .gl .proxy .alias .async", mem=_M.FENCE, bar=True)
+_op("fence", _F.SYNC, "Memory fence (thread, operation-restricted or proxy).", (6, 0),
     "; [a], n:.u32",
-    mods="SEM SCOPE SPACE .proxy .alias .async .async::generic .tensormap::generic "
-    ".mbarrier_init .sync_restrict::shared::cta .sync_restrict::shared::cluster",
-    mem=_M.FENCE,
-    bar=True,
-)
+    mods="SEM SCOPE SPACE .proxy .alias .async .async::generic .tensormap::generic .mbarrier_init "
+    ".sync_restrict::shared::cta .sync_restrict::shared::cluster",
+    mem=_M.FENCE, bar=True)
 _ATOM = "SPACE SEM SCOPE AOP VEC .noftz .L2::cache_hint"
-_op(
-    "atom",
-    _F.ATOMIC,
-    "Atomic read-modify-write returning the old value.",
-    (1, 1),
-    "=d, [a], b; =d, [a], b, p:.b64",
-    when=[(".cas", "=d, [a], b, c; =d, [a], b, c, p:.b64")],
-    mods=_ATOM,
-    mem=_RMW,
-)
-_op(
-    "red",
-    _F.ATOMIC,
-    "Atomic reduction without a result.",
-    (1, 2),
-    "[a], b; [a], b, p:.b64",
-    mods=_ATOM,
-    mem=_RMW,
-)
-_op(
-    "red.async",
-    _F.ATOMIC,
-    "Asynchronous reduction into distributed shared memory.",
-    (8, 1),
-    "[a], b, [m]; [a], b",
-    mods="SPACE SEM SCOPE AOP .mbarrier::complete_tx::bytes",
-    mem=_RMW | _M.ASYNC,
-)
+_op("atom", _F.ATOMIC, "Atomic read-modify-write returning the old value.", (1, 1),
+    "=d, [a], b; =d, [a], b, p:.b64", when=[(".cas", "=d, [a], b, c; =d, [a], b, c, p:.b64")],
+    mods=_ATOM, mem=_RMW)
+_op("red", _F.ATOMIC, "Atomic reduction without a result.", (1, 2), "[a], b; [a], b, p:.b64",
+    mods=_ATOM, mem=_RMW)
+_op("red.async", _F.ATOMIC, "Asynchronous reduction into distributed shared memory.", (8, 1),
+    "[a], b, [m]; [a], b", mods="SPACE SEM SCOPE AOP .mbarrier::complete_tx::bytes",
+    mem=_RMW | _M.ASYNC)
 _MBAR = "SPACE SEM SCOPE"
-_op(
-    "mbarrier.init",
-    _F.SYNC,
-    "Initialise an mbarrier object with an expected count.",
-    (7, 0),
-    "[a], n:.u32",
-    mods=_MBAR,
-    mem=_M.WRITE,
-    bar=True,
-)
-_op(
-    "mbarrier.inval",
-    _F.SYNC,
-    "Invalidate an mbarrier object.",
-    (7, 0),
-    "[a]",
-    mods=_MBAR,
-    mem=_M.WRITE,
-    bar=True,
-)
-_op(
-    "mbarrier.arrive",
-    _F.SYNC,
-    "Arrive on an mbarrier (optionally expecting tx bytes); returns the phase state.",
-    (7, 0),
-    "=s:.b64, [a]; =s:.b64, [a], n:.u32",
-    mods=f"{_MBAR} .expect_tx .noComplete",
-    mem=_RMW,
-    bar=True,
-)
-_op(
-    "mbarrier.arrive_drop",
-    _F.SYNC,
-    "Arrive on an mbarrier and drop out of future phases.",
-    (7, 0),
-    "=s:.b64, [a]; =s:.b64, [a], n:.u32",
-    mods=f"{_MBAR} .expect_tx .noComplete",
-    mem=_RMW,
-    bar=True,
-)
-_op(
-    "mbarrier.test_wait",
-    _F.SYNC,
-    "Test (non-blocking) whether an mbarrier phase completed.",
-    (7, 0),
-    "=p:.pred, [a], s:.b64",
-    when=[(".parity", "=p:.pred, [a], s:.b32")],
-    mods=f"{_MBAR} .parity",
-    mem=_M.READ,
-    bar=True,
-)
-_op(
-    "mbarrier.try_wait",
-    _F.SYNC,
-    "Wait (bounded, potentially blocking) for an mbarrier phase.",
-    (7, 8),
-    "=p:.pred, [a], s:.b64; =p:.pred, [a], s:.b64, t:.u32",
+_op("mbarrier.init", _F.SYNC, "Initialise an mbarrier object with an expected count.", (7, 0),
+    "[a], n:.u32", mods=_MBAR, mem=_M.WRITE, bar=True)
+_op("mbarrier.inval", _F.SYNC, "Invalidate an mbarrier object.", (7, 0), "[a]", mods=_MBAR,
+    mem=_M.WRITE, bar=True)
+_op("mbarrier.arrive", _F.SYNC,
+    "Arrive on an mbarrier (optionally expecting tx bytes); returns the phase state.", (7, 0),
+    "=s:.b64, [a]; =s:.b64, [a], n:.u32", mods=f"{_MBAR} .expect_tx .noComplete", mem=_RMW,
+    bar=True)
+_op("mbarrier.arrive_drop", _F.SYNC, "Arrive on an mbarrier and drop out of future phases.", (7, 0),
+    "=s:.b64, [a]; =s:.b64, [a], n:.u32", mods=f"{_MBAR} .expect_tx .noComplete", mem=_RMW,
+    bar=True)
+_op("mbarrier.test_wait", _F.SYNC, "Test (non-blocking) whether an mbarrier phase completed.",
+    (7, 0), "=p:.pred, [a], s:.b64", when=[(".parity", "=p:.pred, [a], s:.b32")],
+    mods=f"{_MBAR} .parity", mem=_M.READ, bar=True)
+_op("mbarrier.try_wait", _F.SYNC, "Wait (bounded, potentially blocking) for an mbarrier phase.",
+    (7, 8), "=p:.pred, [a], s:.b64; =p:.pred, [a], s:.b64, t:.u32",
     when=[(".parity", "=p:.pred, [a], s:.b32; =p:.pred, [a], s:.b32, t:.u32")],
-    mods=f"{_MBAR} .parity",
-    mem=_M.READ,
-    bar=True,
-)
-_op(
-    "mbarrier.pending_count",
-    _F.SYNC,
-    "Pending arrival count from an mbarrier state.",
-    (7, 0),
-    "=n:.u32, s:.b64",
-    mods=_MBAR,
-)
-_op(
-    "mbarrier.expect_tx",
-    _F.SYNC,
-    "Increase the expected transaction bytes of an mbarrier.",
-    (8, 0),
-    "[a], n:.u32",
-    mods=_MBAR,
-    mem=_RMW,
-    bar=True,
-)
-_op(
-    "mbarrier.complete_tx",
-    _F.SYNC,
-    "Complete transaction bytes on an mbarrier.",
-    (8, 0),
-    "[a], n:.u32",
-    mods=_MBAR,
-    mem=_RMW,
-    bar=True,
-)
-_op(
-    "vote",
-    _F.WARP,
-    "Warp vote: all, any, uni or ballot of a predicate.",
-    (1, 2),
+    mods=f"{_MBAR} .parity", mem=_M.READ, bar=True)
+_op("mbarrier.pending_count", _F.SYNC, "Pending arrival count from an mbarrier state.", (7, 0),
+    "=n:.u32, s:.b64", mods=_MBAR)
+_op("mbarrier.expect_tx", _F.SYNC, "Increase the expected transaction bytes of an mbarrier.",
+    (8, 0), "[a], n:.u32", mods=_MBAR, mem=_RMW, bar=True)
+_op("mbarrier.complete_tx", _F.SYNC, "Complete transaction bytes on an mbarrier.", (8, 0),
+    "[a], n:.u32", mods=_MBAR, mem=_RMW, bar=True)
+_op("vote", _F.WARP, "Warp vote: all, any, uni or ballot of a predicate.", (1, 2),
     "=d:.pred, a:.pred; =d:.pred, a:.pred, m:.b32",
     when=[(".ballot", "=d:.b32, a:.pred; =d:.b32, a:.pred, m:.b32")],
-    mods=".sync .all .any .uni .ballot",
-    warp=True,
-)
-_op(
-    "match",
-    _F.WARP,
-    "Mask of lanes holding the same value (any), or whether all do.",
-    (6, 0),
-    "=d:.b32|=p:.pred, a, m:.b32",
-    mods=".sync .any .all",
-    warp=True,
-)
-_op("activemask", _F.WARP, "Mask of the currently active lanes of the warp.", (6, 2), "=d", warp=True)
-_op(
-    "redux",
-    _F.WARP,
-    "Reduction across the lanes of a warp.",
-    (7, 0),
-    "=d, a, m:.b32",
-    mods=".sync .add .min .max .and .or .xor .abs .NaN",
-    warp=True,
-)
-_op(
-    "griddepcontrol",
-    _F.SYNC,
-    "Programmatic dependent launch: launch dependents or wait for prerequisites.",
-    (7, 8),
-    mods=".launch_dependents .wait",
-    mem=_M.FENCE,
-    bar=True,
-)
-_op(
-    "elect",
-    _F.WARP,
-    "Elect one leader lane among the lanes of a mask.",
-    (8, 0),
-    "=d:.b32|=p:.pred, m:.b32",
-    mods=".sync",
-    warp=True,
-)
+    mods=".sync .all .any .uni .ballot", warp=True)
+_op("match", _F.WARP, "Mask of lanes holding the same value (any), or whether all do.", (6, 0),
+    "=d:.b32|=p:.pred, a, m:.b32", mods=".sync .any .all", warp=True)
+_op("activemask", _F.WARP, "Mask of the currently active lanes of the warp.", (6, 2), "=d",
+    warp=True)
+_op("redux", _F.WARP, "Reduction across the lanes of a warp.", (7, 0), "=d, a, m:.b32",
+    mods=".sync .add .min .max .and .or .xor .abs .NaN", warp=True)
+_op("griddepcontrol", _F.SYNC,
+    "Programmatic dependent launch: launch dependents or wait for prerequisites.", (7, 8),
+    mods=".launch_dependents .wait", mem=_M.FENCE, bar=True)
+_op("elect", _F.WARP, "Elect one leader lane among the lanes of a mask.", (8, 0),
+    "=d:.b32|=p:.pred, m:.b32", mods=".sync", warp=True)
 
 # ---- Warp-level matrix instructions ----
 _MMA = "SYNC LAYOUT ~MMASHAPE .satfinite .xor .and .popc RND KIND SCALE"
-_op(
-    "wmma.load",
-    _F.MATRIX,
-    "Collectively load a matrix fragment.",
-    (6, 0),
-    "=d:FRAG, [p]; =d:FRAG, [p], s:.u32",
-    mods="SYNC LAYOUT ~MMASHAPE SPACE .a .b .c",
-    mem=_M.READ,
-    warp=True,
-)
-_op(
-    "wmma.store",
-    _F.MATRIX,
-    "Collectively store a matrix fragment.",
-    (6, 0),
-    "[p], r:FRAG; [p], r:FRAG, s:.u32",
-    mods="SYNC LAYOUT ~MMASHAPE SPACE .d",
-    mem=_M.WRITE,
-    warp=True,
-)
-_op(
-    "wmma.mma",
-    _F.MATRIX,
-    "Warp-level matrix multiply-accumulate on fragments.",
-    (6, 0),
-    "=d:MD, a:MA, b:MB, c:MC",
-    mods=_MMA,
-    warp=True,
-)
-_op(
-    "mma",
-    _F.MATRIX,
-    "Warp-level matrix multiply-accumulate D = A*B + C.",
-    (6, 4),
-    "=d:MD, a:MA, b:MB, c:MC; =d:MD, a:MA, b:MB, c:MC, *",
-    mods=_MMA,
-    warp=True,
-)
+_op("wmma.load", _F.MATRIX, "Collectively load a matrix fragment.", (6, 0),
+    "=d:FRAG, [p]; =d:FRAG, [p], s:.u32", mods="SYNC LAYOUT ~MMASHAPE SPACE .a .b .c", mem=_M.READ,
+    warp=True)
+_op("wmma.store", _F.MATRIX, "Collectively store a matrix fragment.", (6, 0),
+    "[p], r:FRAG; [p], r:FRAG, s:.u32", mods="SYNC LAYOUT ~MMASHAPE SPACE .d", mem=_M.WRITE,
+    warp=True)
+_op("wmma.mma", _F.MATRIX, "Warp-level matrix multiply-accumulate on fragments.", (6, 0),
+    "=d:MD, a:MA, b:MB, c:MC", mods=_MMA, warp=True)
+_op("mma", _F.MATRIX, "Warp-level matrix multiply-accumulate D = A*B + C.", (6, 4),
+    "=d:MD, a:MA, b:MB, c:MC; =d:MD, a:MA, b:MB, c:MC, *", mods=_MMA, warp=True)
 _MMA_SP = "=d:MD, a:MA, b:MB, c:MC, e:.b32, f:.u32; =d:MD, a:MA, b:MB, c:MC, e:.b32, f:.u32, *"
-_op(
-    "mma.sp",
-    _F.MATRIX,
-    "Sparse warp-level matrix multiply-accumulate.",
-    (7, 1),
-    _MMA_SP,
-    mods=_MMA,
-    warp=True,
-)
-_op(
-    "mma.sp::ordered_metadata",
-    _F.MATRIX,
-    "Sparse warp-level MMA with ordered metadata.",
-    (8, 5),
-    _MMA_SP,
-    mods=_MMA,
-    warp=True,
-)
-_op(
-    "ldmatrix",
-    _F.MATRIX,
-    "Collectively load 8x8 (or 16x16) matrices from shared memory.",
-    (6, 5),
-    "=d:.b32, [p]",
-    mods="SYNC ~MATSHAPE ~COUNT SPACE .trans",
-    mem=_M.READ,
-    warp=True,
-)
-_op(
-    "stmatrix",
-    _F.MATRIX,
-    "Collectively store 8x8 matrices to shared memory.",
-    (7, 8),
-    "[p], r:.b32",
-    mods="SYNC ~MATSHAPE ~COUNT SPACE .trans",
-    mem=_M.WRITE,
-    warp=True,
-)
-_op(
-    "movmatrix",
-    _F.MATRIX,
-    "Transpose a matrix held in the registers of a warp.",
-    (7, 8),
-    "=d:.b32, a:.b32",
-    mods="SYNC ~MATSHAPE .trans",
-    warp=True,
-)
+_op("mma.sp", _F.MATRIX, "Sparse warp-level matrix multiply-accumulate.", (7, 1), _MMA_SP,
+    mods=_MMA, warp=True)
+_op("mma.sp::ordered_metadata", _F.MATRIX, "Sparse warp-level MMA with ordered metadata.", (8, 5),
+    _MMA_SP, mods=_MMA, warp=True)
+_op("ldmatrix", _F.MATRIX, "Collectively load 8x8 (or 16x16) matrices from shared memory.", (6, 5),
+    "=d:.b32, [p]", mods="SYNC ~MATSHAPE ~COUNT SPACE .trans", mem=_M.READ, warp=True)
+_op("stmatrix", _F.MATRIX, "Collectively store 8x8 matrices to shared memory.", (7, 8),
+    "[p], r:.b32", mods="SYNC ~MATSHAPE ~COUNT SPACE .trans", mem=_M.WRITE, warp=True)
+_op("movmatrix", _F.MATRIX, "Transpose a matrix held in the registers of a warp.", (7, 8),
+    "=d:.b32, a:.b32", mods="SYNC ~MATSHAPE .trans", warp=True)
 _WGMMA = "SYNC ~MMASHAPE .satfinite .and .popc"
-_op(
-    "wgmma.mma_async",
-    _F.MATRIX,
-    "Warpgroup MMA D = A*B (+D) from shared-memory descriptors.",
-    (8, 0),
-    "+d:MD, a:WA, b:.b64, s:.pred, *",
-    mods=_WGMMA,
-    mem=_M.READ | _M.ASYNC,
-    warp=True,
-    space=".shared",
-)
-_op(
-    "wgmma.mma_async.sp",
-    _F.MATRIX,
-    "Sparse warpgroup MMA.",
-    (8, 2),
-    "+d:MD, a:WA, b:.b64, e:.b32, f:.u32, s:.pred, *",
-    mods=_WGMMA,
-    mem=_M.READ | _M.ASYNC,
-    warp=True,
-    space=".shared",
-)
-_op(
-    "wgmma.fence",
-    _F.MATRIX,
-    "Order register accesses before wgmma.mma_async.",
-    (8, 0),
-    mods="SYNC",
-    mem=_M.FENCE,
-    warp=True,
-    bar=True,
-)
-_op("wgmma.commit_group", _F.MATRIX, "Close the current wgmma-group.", (8, 0), mods="SYNC", warp=True)
-_op(
-    "wgmma.wait_group",
-    _F.MATRIX,
-    "Wait until at most N wgmma-groups are pending.",
-    (8, 0),
-    "n:.u32",
-    mods="SYNC",
-    mem=_M.FENCE,
-    warp=True,
-    bar=True,
-)
+_op("wgmma.mma_async", _F.MATRIX, "Warpgroup MMA D = A*B (+D) from shared-memory descriptors.",
+    (8, 0), "+d:MD, a:WA, b:.b64, s:.pred, *", mods=_WGMMA, mem=_M.READ | _M.ASYNC, warp=True,
+    space=".shared")
+_op("wgmma.mma_async.sp", _F.MATRIX, "Sparse warpgroup MMA.", (8, 2),
+    "+d:MD, a:WA, b:.b64, e:.b32, f:.u32, s:.pred, *", mods=_WGMMA, mem=_M.READ | _M.ASYNC,
+    warp=True, space=".shared")
+_op("wgmma.fence", _F.MATRIX, "Order register accesses before wgmma.mma_async.", (8, 0),
+    mods="SYNC", mem=_M.FENCE, warp=True, bar=True)
+_op("wgmma.commit_group", _F.MATRIX, "Close the current wgmma-group.", (8, 0), mods="SYNC",
+    warp=True)
+_op("wgmma.wait_group", _F.MATRIX, "Wait until at most N wgmma-groups are pending.", (8, 0),
+    "n:.u32", mods="SYNC", mem=_M.FENCE, warp=True, bar=True)
 _TC = (
     "SYNC CTAG KIND SCALE ~COLLECTOR ~TMEMSHAPE ~COUNT SPACE .ashift .pack::16b "
     ".unpack::16b .warpx2::02_13 .warpx2::01_23 .warpx4 .down .mbarrier::arrive::one "
     ".multicast::cluster .min .max .abs .NaN"
 )
 _TC_MMA = "[d], *"
-_op(
-    "tcgen05.alloc",
-    _F.MATRIX,
-    "Allocate tensor-memory columns; writes the address to shared memory.",
-    (8, 6),
-    "[d], n:.u32",
-    mods=_TC,
-    mem=_M.WRITE,
-    warp=True,
-)
-_op(
-    "tcgen05.dealloc", _F.MATRIX, "Free tensor-memory columns.", (8, 6), "t:.b32, n:.u32", mods=_TC, warp=True
-)
-_op(
-    "tcgen05.relinquish_alloc_permit",
-    _F.MATRIX,
-    "Give up the CTA's right to allocate tensor memory.",
-    (8, 6),
-    mods=_TC,
-    warp=True,
-)
-_op(
-    "tcgen05.ld",
-    _F.MATRIX,
-    "Load from tensor memory into registers.",
-    (8, 6),
-    "=r, [t]; =r, [t], i:.u32",
-    mods=_TC,
-    mem=_M.READ | _M.ASYNC,
-    warp=True,
-    space=".tmem",
-)
-_op(
-    "tcgen05.ld.red",
-    _F.MATRIX,
-    "Load from tensor memory and reduce across columns.",
-    (8, 8),
-    "=r, =v, [t]; =r, =v, [t], i:.u32",
-    mods=_TC,
-    mem=_M.READ | _M.ASYNC,
-    warp=True,
-    space=".tmem",
-)
-_op(
-    "tcgen05.st",
-    _F.MATRIX,
-    "Store registers into tensor memory.",
-    (8, 6),
-    "[t], r; [t], i:.u32, r",
-    mods=_TC,
-    mem=_M.WRITE | _M.ASYNC,
-    warp=True,
-    space=".tmem",
-)
-_op(
-    "tcgen05.cp",
-    _F.MATRIX,
-    "Copy from shared memory into tensor memory.",
-    (8, 6),
-    "[t], s:.b64",
-    mods=_TC,
-    mem=_RW | _M.ASYNC,
-    space=".tmem",
-)
-_op(
-    "tcgen05.shift",
-    _F.MATRIX,
-    "Shift rows of a tensor-memory matrix down.",
-    (8, 6),
-    "[t]",
-    mods=_TC,
-    mem=_RW | _M.ASYNC,
-    space=".tmem",
-)
-_op(
-    "tcgen05.mma",
-    _F.MATRIX,
-    "Tensor-core MMA with the accumulator in tensor memory.",
-    (8, 6),
-    _TC_MMA,
-    mods=_TC,
-    mem=_RW | _M.ASYNC,
-    space=".tmem",
-)
-_op(
-    "tcgen05.mma.sp",
-    _F.MATRIX,
-    "Sparse tensor-core MMA (tensor-memory accumulator).",
-    (8, 6),
-    _TC_MMA,
-    mods=_TC,
-    mem=_RW | _M.ASYNC,
-    space=".tmem",
-)
-_op(
-    "tcgen05.mma.ws",
-    _F.MATRIX,
-    "Weight-stationary tensor-core MMA.",
-    (8, 6),
-    _TC_MMA,
-    mods=_TC,
-    mem=_RW | _M.ASYNC,
-    space=".tmem",
-)
-_op(
-    "tcgen05.mma.ws.sp",
-    _F.MATRIX,
-    "Sparse weight-stationary tensor-core MMA.",
-    (8, 6),
-    _TC_MMA,
-    mods=_TC,
-    mem=_RW | _M.ASYNC,
-    space=".tmem",
-)
-_op(
-    "tcgen05.commit",
-    _F.MATRIX,
-    "Arrive on an mbarrier when prior tcgen05 operations complete.",
-    (8, 6),
-    "[m]; [m], c:.b16",
-    mods=_TC,
-    mem=_RMW | _M.ASYNC,
-)
-_op(
-    "tcgen05.wait::ld",
-    _F.MATRIX,
-    "Wait for all prior tcgen05.ld of the thread.",
-    (8, 6),
-    mods=_TC,
-    mem=_M.FENCE,
-    warp=True,
-    bar=True,
-)
-_op(
-    "tcgen05.wait::st",
-    _F.MATRIX,
-    "Wait for all prior tcgen05.st of the thread.",
-    (8, 6),
-    mods=_TC,
-    mem=_M.FENCE,
-    warp=True,
-    bar=True,
-)
-_op(
-    "tcgen05.fence::before_thread_sync",
-    _F.MATRIX,
-    "Order prior tcgen05 operations before a following thread synchronisation.",
-    (8, 6),
-    mods=_TC,
-    mem=_M.FENCE,
-    bar=True,
-)
-_op(
-    "tcgen05.fence::after_thread_sync",
-    _F.MATRIX,
-    "Order later tcgen05 operations after a preceding thread synchronisation.",
-    (8, 6),
-    mods=_TC,
-    mem=_M.FENCE,
-    bar=True,
-)
+_op("tcgen05.alloc", _F.MATRIX,
+    "Allocate tensor-memory columns; writes the address to shared memory.", (8, 6), "[d], n:.u32",
+    mods=_TC, mem=_M.WRITE, warp=True)
+_op("tcgen05.dealloc", _F.MATRIX, "Free tensor-memory columns.", (8, 6), "t:.b32, n:.u32", mods=_TC,
+    warp=True)
+_op("tcgen05.relinquish_alloc_permit", _F.MATRIX,
+    "Give up the CTA's right to allocate tensor memory.", (8, 6), mods=_TC, warp=True)
+_op("tcgen05.ld", _F.MATRIX, "Load from tensor memory into registers.", (8, 6),
+    "=r, [t]; =r, [t], i:.u32", mods=_TC, mem=_M.READ | _M.ASYNC, warp=True, space=".tmem")
+_op("tcgen05.ld.red", _F.MATRIX, "Load from tensor memory and reduce across columns.", (8, 8),
+    "=r, =v, [t]; =r, =v, [t], i:.u32", mods=_TC, mem=_M.READ | _M.ASYNC, warp=True, space=".tmem")
+_op("tcgen05.st", _F.MATRIX, "Store registers into tensor memory.", (8, 6),
+    "[t], r; [t], i:.u32, r", mods=_TC, mem=_M.WRITE | _M.ASYNC, warp=True, space=".tmem")
+_op("tcgen05.cp", _F.MATRIX, "Copy from shared memory into tensor memory.", (8, 6), "[t], s:.b64",
+    mods=_TC, mem=_RW | _M.ASYNC, space=".tmem")
+_op("tcgen05.shift", _F.MATRIX, "Shift rows of a tensor-memory matrix down.", (8, 6), "[t]",
+    mods=_TC, mem=_RW | _M.ASYNC, space=".tmem")
+_op("tcgen05.mma", _F.MATRIX, "Tensor-core MMA with the accumulator in tensor memory.", (8, 6),
+    _TC_MMA, mods=_TC, mem=_RW | _M.ASYNC, space=".tmem")
+_op("tcgen05.mma.sp", _F.MATRIX, "Sparse tensor-core MMA (tensor-memory accumulator).", (8, 6),
+    _TC_MMA, mods=_TC, mem=_RW | _M.ASYNC, space=".tmem")
+_op("tcgen05.mma.ws", _F.MATRIX, "Weight-stationary tensor-core MMA.", (8, 6), _TC_MMA, mods=_TC,
+    mem=_RW | _M.ASYNC, space=".tmem")
+_op("tcgen05.mma.ws.sp", _F.MATRIX, "Sparse weight-stationary tensor-core MMA.", (8, 6), _TC_MMA,
+    mods=_TC, mem=_RW | _M.ASYNC, space=".tmem")
+_op("tcgen05.commit", _F.MATRIX, "Arrive on an mbarrier when prior tcgen05 operations complete.",
+    (8, 6), "[m]; [m], c:.b16", mods=_TC, mem=_RMW | _M.ASYNC)
+_op("tcgen05.wait::ld", _F.MATRIX, "Wait for all prior tcgen05.ld of the thread.", (8, 6), mods=_TC,
+    mem=_M.FENCE, warp=True, bar=True)
+_op("tcgen05.wait::st", _F.MATRIX, "Wait for all prior tcgen05.st of the thread.", (8, 6), mods=_TC,
+    mem=_M.FENCE, warp=True, bar=True)
+_op("tcgen05.fence::before_thread_sync", _F.MATRIX,
+    "Order prior tcgen05 operations before a following thread synchronisation.", (8, 6), mods=_TC,
+    mem=_M.FENCE, bar=True)
+_op("tcgen05.fence::after_thread_sync", _F.MATRIX,
+    "Order later tcgen05 operations after a preceding thread synchronisation.", (8, 6), mods=_TC,
+    mem=_M.FENCE, bar=True)
 
 # ---- Video ----
 _VOP = "=d, a:S, b:T2; =d, a:S, b:T2, c:T"
 _VSIMD = "=d, a:S, b:T2, c:T"
-for _name, _what in (
-    ("vadd", "add"),
-    ("vsub", "subtract"),
-    ("vabsdiff", "absolute difference"),
-    ("vmin", "minimum"),
-    ("vmax", "maximum"),
-):
-    _op(
-        _name,
-        _F.VIDEO,
-        f"Video scalar {_what} with byte/half selection and optional secondary operation.",
-        (2, 0),
-        _VOP,
-        mods=".sat .add .min .max",
-    )
-_op(
-    "vshl",
-    _F.VIDEO,
-    "Video scalar shift left with clamp/wrap.",
-    (2, 0),
-    "=d, a:S, b:T2; =d, a:S, b:T2, c:T",
-    mods=".sat .clamp .wrap .add .min .max",
-)
-_op(
-    "vshr",
-    _F.VIDEO,
-    "Video scalar shift right with clamp/wrap.",
-    (2, 0),
-    "=d, a:S, b:T2; =d, a:S, b:T2, c:T",
-    mods=".sat .clamp .wrap .add .min .max",
-)
-_op(
-    "vmad",
-    _F.VIDEO,
-    "Video scalar multiply-add with optional negation and scaling.",
-    (2, 0),
-    "=d, a:S, b:T2, c:T",
-    mods=".sat .shr7 .shr15 .po",
-)
-_op(
-    "vset",
-    _F.VIDEO,
-    "Video scalar compare with optional secondary operation.",
-    (2, 0),
-    "=d:.u32, a:T, b:S; =d:.u32, a:T, b:S, c:.u32",
-    mods="CMP .add .min .max",
-)
+_VSCALAR = (("vadd", "add"), ("vsub", "subtract"), ("vabsdiff", "absolute difference"),
+            ("vmin", "minimum"), ("vmax", "maximum"))
+for _name, _what in _VSCALAR:
+    _op(_name, _F.VIDEO,
+        f"Video scalar {_what} with byte/half selection and optional secondary operation.", (2, 0),
+        _VOP, mods=".sat .add .min .max")
+_op("vshl", _F.VIDEO, "Video scalar shift left with clamp/wrap.", (2, 0),
+    "=d, a:S, b:T2; =d, a:S, b:T2, c:T", mods=".sat .clamp .wrap .add .min .max")
+_op("vshr", _F.VIDEO, "Video scalar shift right with clamp/wrap.", (2, 0),
+    "=d, a:S, b:T2; =d, a:S, b:T2, c:T", mods=".sat .clamp .wrap .add .min .max")
+_op("vmad", _F.VIDEO, "Video scalar multiply-add with optional negation and scaling.", (2, 0),
+    "=d, a:S, b:T2, c:T", mods=".sat .shr7 .shr15 .po")
+_op("vset", _F.VIDEO, "Video scalar compare with optional secondary operation.", (2, 0),
+    "=d:.u32, a:T, b:S; =d:.u32, a:T, b:S, c:.u32", mods="CMP .add .min .max")
 for _w in ("2", "4"):
-    for _name, _what in (
-        ("vadd", "add"),
-        ("vsub", "subtract"),
-        ("vavrg", "average"),
-        ("vabsdiff", "absolute difference"),
-        ("vmin", "minimum"),
-        ("vmax", "maximum"),
-    ):
-        _op(f"{_name}{_w}", _F.VIDEO, f"Video SIMD {_what} on {_w} lanes.", (3, 0), _VSIMD, mods=".sat .add")
-    _op(
-        f"vset{_w}",
-        _F.VIDEO,
-        f"Video SIMD compare on {_w} lanes.",
-        (3, 0),
-        "=d:.u32, a:T, b:S, c:.u32",
-        mods="CMP .add",
-    )
+    for _name, _what in (*_VSCALAR[:2], ("vavrg", "average"), *_VSCALAR[2:]):
+        _op(f"{_name}{_w}", _F.VIDEO, f"Video SIMD {_what} on {_w} lanes.", (3, 0), _VSIMD,
+            mods=".sat .add")
+    _op(f"vset{_w}", _F.VIDEO, f"Video SIMD compare on {_w} lanes.", (3, 0),
+        "=d:.u32, a:T, b:S, c:.u32", mods="CMP .add")
 
 # ---- Stack manipulation ----
 _op("stacksave", _F.STACK, "Save the stack pointer.", (7, 3), "=d")
 _op("stackrestore", _F.STACK, "Restore the stack pointer.", (7, 3), "a")
-_op("alloca", _F.STACK, "Allocate memory on the stack; returns its address.", (7, 3), "=p, s; =p, s, n:.u32")
+_op("alloca", _F.STACK, "Allocate memory on the stack; returns its address.", (7, 3),
+    "=p, s; =p, s, n:.u32")
 
 # ---- Miscellaneous ----
 _op("trap", _F.MISC, "Abort execution with an error.", (1, 0), cf=True)
 _op("brkpt", _F.MISC, "Suspend execution (breakpoint).", (1, 0))
 _op("pmevent", _F.MISC, "Trigger performance-monitor events.", (1, 4), "a:-", mods=".mask")
 _op("nanosleep", _F.MISC, "Suspend the thread for about t nanoseconds.", (6, 2), "t:.u32")
-_op(
-    "setmaxnreg",
-    _F.MISC,
-    "Raise or lower the register budget of a warpgroup.",
-    (8, 0),
-    "n:.u32",
-    mods="SYNC .inc .dec",
-    warp=True,
-)
-_op(
-    "clusterlaunchcontrol.try_cancel",
-    _F.MISC,
-    "Request to cancel the launch of a not-yet-running cluster (asynchronous).",
-    (8, 6),
-    "[a], [m]",
+_op("setmaxnreg", _F.MISC, "Raise or lower the register budget of a warpgroup.", (8, 0), "n:.u32",
+    mods="SYNC .inc .dec", warp=True)
+_op("clusterlaunchcontrol.try_cancel", _F.MISC,
+    "Request to cancel the launch of a not-yet-running cluster (asynchronous).", (8, 6), "[a], [m]",
     mods="SPACE .async .mbarrier::complete_tx::bytes .multicast::cluster::all",
-    mem=_M.WRITE | _M.ASYNC,
-)
-_op(
-    "clusterlaunchcontrol.query_cancel",
-    _F.MISC,
-    "Decode a try_cancel response.",
-    (8, 6),
+    mem=_M.WRITE | _M.ASYNC)
+_op("clusterlaunchcontrol.query_cancel", _F.MISC, "Decode a try_cancel response.", (8, 6),
     "=d, r:S",
-    mods="VEC .is_canceled .get_first_ctaid .get_first_ctaid::x .get_first_ctaid::y .get_first_ctaid::z",
-)
+    mods="VEC .is_canceled .get_first_ctaid .get_first_ctaid::x .get_first_ctaid::y .get_first_ctaid::z")
+# fmt: on
 
 del _name, _what, _w
 
@@ -2026,30 +1084,11 @@ def vector_width(inst: Instruction) -> int:
     return 1
 
 
-_TYPED_ACCESS = frozenset(
-    {
-        "ld",
-        "ldu",
-        "st",
-        "atom",
-        "red",
-        "st.async",
-        "red.async",
-        "multimem.ld_reduce",
-        "multimem.st",
-        "multimem.red",
-        "suld",
-        "sust",
-        "sured",
-        "mbarrier.init",
-        "mbarrier.inval",
-        "mbarrier.arrive",
-        "mbarrier.arrive_drop",
-        "mbarrier.test_wait",
-        "mbarrier.try_wait",
-        "mbarrier.expect_tx",
-        "mbarrier.complete_tx",
-    }
+_TYPED_ACCESS = _set(
+    "ld ldu st atom red st.async red.async multimem.ld_reduce multimem.st "
+    "multimem.red suld sust sured mbarrier.init mbarrier.inval "
+    "mbarrier.arrive mbarrier.arrive_drop mbarrier.test_wait "
+    "mbarrier.try_wait mbarrier.expect_tx mbarrier.complete_tx"
 )
 # Opcodes whose byte count is an operand: opcode -> operand index.
 _SIZE_OPERAND = {
