@@ -380,3 +380,72 @@ def test_errors_have_positions(text: str, where: str, message: str) -> None:
     with pytest.raises(PtxSyntaxError) as info:
         parse_ptx(HEADER + text, "bad.ptx")
     assert str(info.value).startswith(f"{where}: {message}"), str(info.value)
+
+
+def test_gcc_shapes_guard_spacing_and_percent_params() -> None:
+    module = roundtrip(
+        HEADER
+        + textwrap.dedent(
+            """
+            // BEGIN GLOBAL FUNCTION DECL: vprintf
+            .extern .func (.param .u32 %value_out) vprintf (.param .u64 %in_ar0, .param .u64 %in_ar1);
+            // BEGIN GLOBAL FUNCTION DEF: main$_omp_fn$0
+            .visible .entry main$_omp_fn$0 (.param .u64 %in_ar0)
+            {
+            .reg .u64 %ar0;
+            .reg .pred %r38;
+            ld.param.u64 %ar0, [%in_ar0];
+            @ %r38 bra $L58;
+            {
+            .param .u32 %value_in;
+            .param .u64 %out_arg1;
+            st.param.u64 [%out_arg1], %ar0;
+            call (%value_in), vprintf, (%out_arg1, %out_arg1);
+            }
+            $L58:
+            ret;
+            }
+            """
+        )
+    )
+    comments = [i.text for i in module.items if isinstance(i, ir.Comment)]
+    assert comments == ["// BEGIN GLOBAL FUNCTION DECL: vprintf", "// BEGIN GLOBAL FUNCTION DEF: main$_omp_fn$0"]
+    # Each marker stays right before the item it names.
+    kinds = [type(i).__name__ for i in module.items[3:]]
+    assert kinds == ["Comment", "Function", "Comment", "Function"]
+    insts = list(module.instructions())
+    assert insts[0].operands[1] == ir.Address(ir.Symbol("%in_ar0"))
+    assert insts[1].guard == ir.Guard(ir.Register("%r38"))
+    call = insts[3]
+    assert call.operands[0] == ir.ParenOperand((ir.Symbol("%value_in"),))
+
+
+def test_texture_vector_and_predicate_result() -> None:
+    inst = only_instruction("tex.2d.v4.f32.f32 {%f1, %f2, %f3, %f4}|%p1, [tex0, {%f5, %f6}];")
+    pair = inst.operands[0]
+    assert isinstance(pair, ir.PairOperand) and pair.second == ir.Register("%p1")
+    assert pair.first == ir.VectorOperand(tuple(ir.Register(f"%f{i}") for i in range(1, 5)))
+
+
+def test_one_token_instructions_equal_the_full_grammar() -> None:
+    """The lexer's whole-instruction token must build exactly what the grammar builds.
+
+    A trailing comment keeps the lexer off the one-token path, so the same
+    instruction goes through both paths.
+    """
+    lines = [
+        "@!%p1 ld.global.nc.v2.f32 {%f1, %f2}, [%rd1+8];",
+        "@%p2 st.global.f32 [%rd2+-4], %f3;",
+        "add.s32 %r1, %r2, -7;",
+        "mov.u64 %rd1, __local_depot0;",
+        "mov.f32 %f1, 0fBF800000;",
+        "shfl.sync.bfly.b32 %r1|%p1, %r2, 16, 31, -1;",
+        "ret;",
+        "bar.sync 0;",
+        "mov.u32 %r1, %tid.x;",
+        "ld.param.u32 %r1, [k_param_0];",
+    ]
+    fast = body_of("\n".join(lines))
+    slow = body_of("\n".join(line.replace(";", " /* slow */ ;", 1) for line in lines))
+    assert fast == slow
+    assert [i.loc.col for i in fast if isinstance(i, ir.Instruction)][:2] == [7, 6]

@@ -21,7 +21,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 
 from ptxasw.errors import PtxError, PtxSyntaxError
 from ptxasw.parser import ir, isa
-from ptxasw.parser.lexer import SIMPLE_OPERAND, LexError, PtxLexer
+from ptxasw.parser.lexer import SIMPLE_INSTRUCTION, SIMPLE_OPERAND, LexError, PtxLexer
 
 GRAMMAR_PATH = Path(__file__).with_name("ptx.lark")
 
@@ -69,6 +69,8 @@ class _ToIR(Transformer):  # type: ignore[type-arg]
         # inline asm); uses of those names must become registers, not symbols.
         self.bare_registers: set[str] = set()
         self.comments: list[ir.Comment] = []
+        # GCC names .param variables like registers (`.param .u32 %value_in;`).
+        self.percent_params: set[str] = set()
 
     def collect_comment(self, tok: Token) -> None:
         """Lexer callback for whole-line comments between top-level items."""
@@ -82,6 +84,8 @@ class _ToIR(Transformer):  # type: ignore[type-arg]
         kind = tok.type
         if kind == "REG":
             name, _, selector = tok.partition(".")
+            if name in self.percent_params:
+                return ir.Symbol(name)
             return ir.Register(name, selector or None)
         if kind == "IDENT":
             if tok in self.bare_registers:
@@ -139,6 +143,10 @@ class _ToIR(Transformer):  # type: ignore[type-arg]
     def vector(self, children: list[Any]) -> ir.Operand:
         return ir.VectorOperand(tuple(self.atom(c) for c in children if c is not None))
 
+    def vector_pair(self, children: list[Any]) -> ir.Operand:
+        *elements, second = children
+        return ir.PairOperand(self.vector(elements), self.atom(second))
+
     def address(self, children: list[Any]) -> ir.Address:
         """The folded ``[base+offset]`` token of the lexer."""
         body = children[0].value[1:-1].replace(" ", "").replace("\t", "")
@@ -174,12 +182,12 @@ class _ToIR(Transformer):  # type: ignore[type-arg]
     # ---- instructions ---------------------------------------------------
 
     def instruction(self, children: list[Any]) -> ir.Instruction:
+        first = children[0]
+        if first.type == "INSTRUCTION":
+            return self._whole_instruction(first)
         guard: ir.Guard | None = None
-        if children[0].type == "GUARD":
-            text = children[0][1:]
-            negated = text.startswith("!")
-            name = text[1:] if negated else text
-            guard = ir.Guard(ir.Register(name), negated)
+        if first.type == "GUARD":
+            guard = self._guard(first.value)
             children = children[1:]
         mnemonic = children[0]
         loc = _loc(self.path, mnemonic)
@@ -194,6 +202,31 @@ class _ToIR(Transformer):  # type: ignore[type-arg]
                 items = [self._simple_operand(t) for t in SIMPLE_OPERAND.findall(items.value)]
             operands = tuple(_top_level_operand(c, opcode) for c in items)
         return ir.Instruction(opcode, modifiers, operands, guard, loc)
+
+    def _whole_instruction(self, tok: Token) -> ir.Instruction:
+        """The lexer's one-token instruction, built as the full grammar would."""
+        match = SIMPLE_INSTRUCTION.match(tok.value)
+        assert match is not None
+        guard_text, mnemonic, run = match.groups()
+        loc = ir.SourceLoc(self.path, tok.line or 0, (tok.column or 0) + match.start(2))
+        try:
+            opcode, modifiers = isa.split_mnemonic(mnemonic)
+        except isa.UnknownOpcode:
+            raise PtxSyntaxError(f"unknown instruction '{mnemonic}'", loc) from None
+        guard = self._guard(guard_text) if guard_text else None
+        operands: tuple[ir.Operand, ...] = ()
+        if run:
+            operands = tuple(
+                _top_level_operand(self._simple_operand(t), opcode) for t in SIMPLE_OPERAND.findall(run)
+            )
+        return ir.Instruction(opcode, modifiers, operands, guard, loc)
+
+    def _guard(self, text: str) -> ir.Guard:
+        """``@%p``, ``@!%p``, and GCC's ``@ %p``."""
+        body = text[1:].replace(" ", "").replace("\t", "")
+        negated = body.startswith("!")
+        name = body[1:] if negated else body
+        return ir.Guard(ir.Register(name), negated)
 
     def label(self, children: list[Any]) -> ir.Label:
         tok = children[0]
@@ -278,6 +311,8 @@ class _ToIR(Transformer):  # type: ignore[type-arg]
         decl.names = names
         if decl.space == ".reg":
             self.bare_registers.update(v.name for v in names if not v.name.startswith("%"))
+        elif decl.space == ".param":
+            self.percent_params.update(v.name for v in names if v.name.startswith("%"))
         return decl
 
     def param(self, children: list[Any]) -> ir.ParamSpec:
@@ -285,6 +320,8 @@ class _ToIR(Transformer):  # type: ignore[type-arg]
         decl = _sort_qualifiers(quals, _loc(self.path, name))
         if decl.space == ".reg" and not name.startswith("%"):
             self.bare_registers.add(str(name))
+        elif decl.space == ".param" and name.startswith("%"):
+            self.percent_params.add(str(name))
         return ir.ParamSpec(
             space=decl.space,
             type=decl.type,
@@ -587,6 +624,7 @@ def parse_ptx(text: str, path: str = "<string>") -> ir.Module:
     parser.transformer.path = path
     parser.transformer.bare_registers = set()
     parser.transformer.comments = []
+    parser.transformer.percent_params = set()
     # The parse allocates one object per operand and none of them form cycles;
     # pausing the cyclic collector meanwhile saves a fifth of the time.
     collecting = gc.isenabled()

@@ -38,7 +38,7 @@ _MASTER = re.compile(
   | (?P<DECIMAL>[0-9]+\.[0-9]*(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+)
   | (?P<INT>0[xX][0-9A-Fa-f]+U?|0[bB][01]+U?|[0-9]+U?)
   | (?P<WORD>[A-Za-z_$][A-Za-z0-9_$]*(?:\.[A-Za-z0-9_]+(?:::[A-Za-z0-9_]+)*)*)
-  | (?P<GUARD>@!?[%A-Za-z_$][A-Za-z0-9_$]*)
+  | (?P<GUARD>@[ \t]*!?[ \t]*[%A-Za-z_$][A-Za-z0-9_$]*)
   | (?P<STRING>"(?:\\.|[^"\\\n])*")
   | (?P<PUNCT><<|>>|<=|>=|==|!=|&&|\|\||[-+*/%<>&^|!~?:;,{}\[\]()=])
     """,
@@ -55,8 +55,17 @@ _SIMPLE_OPERAND = (
     r"|\[[ \t]*(?:%[A-Za-z0-9_$]+|[A-Za-z_$][A-Za-z0-9_$]*)"
     r"(?:[ \t]*\+[ \t]*-?(?:0[xX][0-9A-Fa-f]+|[0-9]+))?[ \t]*\])"
 )
-_OPERAND_RUN = re.compile(rf"[ \t]+({_SIMPLE_OPERAND}(?:[ \t]*,[ \t]*{_SIMPLE_OPERAND})*)[ \t]*(?=;)")
+_RUN = rf"{_SIMPLE_OPERAND}(?:[ \t]*,[ \t]*{_SIMPLE_OPERAND})*"
+_OPERAND_RUN = re.compile(rf"[ \t]+({_RUN})[ \t]*(?=;)")
 SIMPLE_OPERAND = re.compile(_SIMPLE_OPERAND)
+
+# A whole instruction on one line whose operands are all simple, guard and ';'
+# included: one INSTRUCTION token, so one shift and one reduction a line.
+_MNEMONIC = r"[a-z][a-z0-9_]*(?:\.[A-Za-z0-9_]+(?:::[A-Za-z0-9_]+)*)*"
+_GUARD = r"@[ \t]*!?[ \t]*[%A-Za-z_$][A-Za-z0-9_$]*"
+SIMPLE_INSTRUCTION = re.compile(
+    rf"(?:({_GUARD})[ \t]+)?({_MNEMONIC})(?:[ \t]+({_RUN}))?[ \t]*;"
+)
 
 _BINOPS = frozenset({"*", "/", "%", "<<", ">>", "<=", ">=", "<", ">", "==", "!=", "&&", "||", "&", "^", "|"})
 _PERF_DIRECTIVES = frozenset(
@@ -152,6 +161,12 @@ class PtxLexer(Lexer):
                 continue
             col = pos - line_start + 1
             accepted = states[parser_state.position]
+            if (kind == "WORD" or kind == "GUARD") and "INSTRUCTION" in accepted:
+                whole = SIMPLE_INSTRUCTION.match(text, pos)
+                if whole is not None:
+                    yield Token("INSTRUCTION", whole.group(), pos, line, col)
+                    pos = whole.end()
+                    continue
             if kind == "ADDRESS":
                 if "ADDRESS" not in accepted:
                     # Not an operand position (e.g. an array dimension): lex '[' alone.
