@@ -409,7 +409,10 @@ def test_gcc_shapes_guard_spacing_and_percent_params() -> None:
         )
     )
     comments = [i.text for i in module.items if isinstance(i, ir.Comment)]
-    assert comments == ["// BEGIN GLOBAL FUNCTION DECL: vprintf", "// BEGIN GLOBAL FUNCTION DEF: main$_omp_fn$0"]
+    assert comments == [
+        "// BEGIN GLOBAL FUNCTION DECL: vprintf",
+        "// BEGIN GLOBAL FUNCTION DEF: main$_omp_fn$0",
+    ]
     # Each marker stays right before the item it names.
     kinds = [type(i).__name__ for i in module.items[3:]]
     assert kinds == ["Comment", "Function", "Comment", "Function"]

@@ -618,6 +618,11 @@ def _parser() -> _Parser:
     return _Parser()
 
 
+def load_parser() -> None:
+    """Build (or load from the cache) the LALR tables now rather than at the first parse."""
+    _parser()
+
+
 def parse_ptx(text: str, path: str = "<string>") -> ir.Module:
     """Parse PTX text into a Module; raises PtxError with file:line:col."""
     parser = _parser()
