@@ -80,6 +80,15 @@ def check(sources: tuple[str, ...], quiet: bool) -> None:
             click.echo(f"ptxasw: error: {exc}", err=True)
             failed = True
             continue
+        header = [i for i in module.items if not isinstance(i, ir.Comment)][:2]
+        if not (header and isinstance(header[0], ir.Version)):
+            click.echo(f"ptxasw: error: {source}:1:1: the module must start with .version", err=True)
+            failed = True
+            continue
+        if len(header) < 2 or not isinstance(header[1], ir.Target):
+            click.echo(f"ptxasw: error: {header[0].loc}: .version must be followed by .target", err=True)
+            failed = True
+            continue
         counts: Counter[str] = Counter()
         for inst in module.instructions():
             counts[inst.opcode] += 1

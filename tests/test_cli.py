@@ -1,0 +1,82 @@
+"""The ``ptxasw`` command line: fmt and check, files and stdin, one-line errors."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from ptxasw.cli import main
+from ptxasw.parser import parse_ptx
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLE = REPO / "examples" / "jacobi.ptx"
+BAD = ".version 9.0\n.target sm_90\n.address_size 64\n.visible .entry k()\n{\n\tfoo.bar %r1;\n}\n"
+
+
+def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    """The real console entry point in a child, so tracebacks would show on stderr."""
+    return subprocess.run(
+        [sys.executable, "-m", "ptxasw.cli", *args], input=stdin, capture_output=True, text=True, check=False
+    )
+
+
+def test_fmt_prints_a_module_that_parses_to_the_same_ir(tmp_path: Path) -> None:
+    out = tmp_path / "out.ptx"
+    result = CliRunner().invoke(main, ["fmt", str(EXAMPLE), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert parse_ptx(out.read_text()) == parse_ptx(EXAMPLE.read_text())
+
+
+def test_fmt_reads_stdin_and_writes_stdout() -> None:
+    proc = run("fmt", "-", stdin=EXAMPLE.read_text())
+    assert proc.returncode == 0 and proc.stderr == ""
+    assert parse_ptx(proc.stdout) == parse_ptx(EXAMPLE.read_text())
+
+
+def test_check_summarises_each_file_and_requires_the_header() -> None:
+    proc = run("check", str(EXAMPLE))
+    assert proc.returncode == 0 and proc.stderr == ""
+    assert proc.stdout.strip() == f"{EXAMPLE}: ok: 1 kernels, 0 functions, 45 instructions, 12 opcodes"
+    proc = run("check", str(EXAMPLE), "-", stdin="")
+    assert proc.returncode == 1
+    assert proc.stderr == "ptxasw: error: -:1:1: the module must start with .version\n"
+    proc = run("check", "-", stdin=".version 9.0\n.address_size 64\n")
+    assert proc.stderr == "ptxasw: error: <stdin>:1:10: .version must be followed by .target\n"
+
+
+@pytest.mark.parametrize("command", ["fmt", "check"])
+def test_bad_input_is_one_line_with_position_and_exit_1(tmp_path: Path, command: str) -> None:
+    bad = tmp_path / "bad.ptx"
+    bad.write_text(BAD)
+    proc = run(command, str(bad))
+    assert proc.returncode == 1
+    assert proc.stderr == f"ptxasw: error: {bad}:6:2: unknown instruction 'foo.bar'\n"
+    proc = run(command, "-", stdin=BAD)
+    assert proc.returncode == 1
+    assert proc.stderr == "ptxasw: error: <stdin>:6:2: unknown instruction 'foo.bar'\n"
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"\xff\xfe.version", "1:1: file is not UTF-8 text"),
+        (b".version 9.0\n.target sm_90\n.visible .entry k(\n", "4:1: unexpected end of file"),
+    ],
+)
+def test_undecodable_or_truncated_files(tmp_path: Path, content: bytes, message: str) -> None:
+    bad = tmp_path / "bad.ptx"
+    bad.write_bytes(content)
+    proc = run("check", str(bad))
+    assert proc.returncode == 1
+    assert proc.stderr == f"ptxasw: error: {bad}:{message}\n"
+
+
+def test_missing_file_is_an_error_not_a_traceback(tmp_path: Path) -> None:
+    proc = run("fmt", str(tmp_path / "nope.ptx"))
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("ptxasw: error: ") and "Traceback" not in proc.stderr
+    assert proc.stderr.count("\n") == 1
