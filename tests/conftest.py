@@ -13,6 +13,7 @@ import pathlib
 import pytest
 
 from tests.corpus.build import CorpusFile, build_corpus, have_nvcc
+from tests.corpus.gcc import build_gcc_corpus
 
 
 def _corpus_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
@@ -30,3 +31,12 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> list[CorpusFile]:
     if not have_nvcc():
         pytest.skip("nvcc not found on PATH: the PTX corpus needs the CUDA toolkit")
     return build_corpus(_corpus_cache_dir(tmp_path_factory))
+
+
+@pytest.fixture(scope="session")
+def gcc_corpus(tmp_path_factory: pytest.TempPathFactory) -> list[CorpusFile]:
+    """GCC's OpenACC/OpenMP offload PTX (needs gcc-12-offload-nvptx)."""
+    files = build_gcc_corpus(_corpus_cache_dir(tmp_path_factory))
+    if not files:
+        pytest.skip("gcc-12-offload-nvptx not installed: run scripts/install-system-deps.sh")
+    return files
