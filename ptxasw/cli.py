@@ -6,9 +6,11 @@ single ``file:line:col: message`` line with exit code 1, never a traceback.
 
 from __future__ import annotations
 
+import importlib
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import ClassVar
 
 import click
 
@@ -40,7 +42,31 @@ def fail(exc: PtxError) -> None:
     sys.exit(1)
 
 
-@click.group()
+class LazyGroup(click.Group):
+    """Subcommands whose modules load only when used.
+
+    The emulator commands pull in NumPy and Z3, a few hundred milliseconds
+    that ``fmt`` and ``check`` should not pay.
+    """
+
+    lazy: ClassVar[dict[str, str]] = {
+        "run": "ptxasw.emulator.run_cli:run_command",
+        "trace": "ptxasw.emulator.trace_cli:trace_command",
+    }
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted([*super().list_commands(ctx), *self.lazy])
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in self.lazy:
+            module_name, attr = self.lazy[name].split(":")
+            command = getattr(importlib.import_module(module_name), attr)
+            assert isinstance(command, click.Command)
+            return command
+        return super().get_command(ctx, name)
+
+
+@click.group(cls=LazyGroup)
 @click.version_option(__version__, prog_name="ptxasw")
 def main() -> None:
     """ptxasw: PTX analysis and rewriting that sits where ptxas sits."""

@@ -41,7 +41,7 @@ class FpOp:
     type). ``src``: the source type of a conversion, else None.
     ``rounding``: ``.rn .rz .rm .rp`` (float rounding), ``.rni .rzi .rmi .rpi``
     (round to integral), or None (the instruction's default).
-    ``ftz``/``sat``/``approx``/``relu``/``nan``: the modifiers of that name.
+    ``ftz``/``sat``/``approx``/``relu``/``nan``/``satfinite``: the modifiers of that name.
     """
 
     op: str
@@ -53,6 +53,10 @@ class FpOp:
     approx: bool = False
     relu: bool = False
     nan: bool = False
+    # Minimal addition (semantics/concrete work): ``.satfinite`` of conversions
+    # to .f16/.bf16/.tf32 and the narrow formats clamps infinities and
+    # overflows to the largest finite value, which ``sat`` ([0, 1]) cannot say.
+    satfinite: bool = False
 
 
 class Domain(Protocol[V]):
@@ -82,7 +86,7 @@ class Domain(Protocol[V]):
         ...
 
     def urem(self, a: V, b: V) -> V:
-        """Unsigned remainder; x%0 is x."""
+        """Unsigned remainder; x%0 is all ones (corrected: measured on an H200)."""
         ...
 
     def sdiv(self, a: V, b: V) -> V:
@@ -90,7 +94,8 @@ class Domain(Protocol[V]):
         ...
 
     def srem(self, a: V, b: V) -> V:
-        """Signed remainder with the sign of the dividend; x%0 is x."""
+        """Signed remainder with the sign of the dividend; x%0 is all ones
+        (corrected from "x": the GPU returns -1, measured on an H200)."""
         ...
 
     # ---- bitwise ---------------------------------------------------------------
