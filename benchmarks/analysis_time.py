@@ -1,0 +1,188 @@
+"""Symbolic emulation time per kernel over the stencil benchmark kernels.
+
+Usage:
+    python benchmarks/analysis_time.py [--json] [--repeat N] [--arch sm_80]
+                                       [--time-budget S] [FILE.ptx ...]
+
+Without files it compiles the corpus sources that hold the KernelGen-style
+stencils (``tests/corpus/cuda/stencil2d.cu``, ``stencil3d.cu``,
+``kernelgen_like.cu``: jacobi, laplacian, gameoflife, gaussblur, lapgsrb,
+wave13pt, divergence, a 2.5D-blocked Laplacian, tricubic, matvec...) with
+``nvcc --ptx -O3`` (cached under $PTXASW_CORPUS_CACHE or a temporary
+directory) and runs `analyze_kernel` on every kernel, ``--repeat`` times,
+reporting the fastest run: instructions, flows, loads, stores, solver calls,
+status and seconds.
+
+Goal (DESIGN / emulator issue): every 2D/3D stencil kernel in under 1 s on the
+2-core development machine. The paper's Racket/Rosette emulator took 3.3 s to
+1 min 41 s per kernel (most 4 to 14 s) on an i7-5930K.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from ptxasw.emulator.symbolic_exec import Budget, analyze_kernel  # noqa: E402
+from ptxasw.parser import parse_file  # noqa: E402
+
+GOAL_SECONDS = 1.0
+SOURCES = ("stencil2d.cu", "stencil3d.cu", "kernelgen_like.cu")
+# Sources whose every kernel is a 2D/3D stencil (the goal applies to these).
+STENCIL_SOURCES = ("stencil2d.cu", "stencil3d.cu")
+STENCIL_KERNELS = ("gradient2d", "tricubic")  # the stencils among kernelgen_like.cu
+
+
+def compile_sources(cache: Path, arch: str) -> list[Path]:
+    """``nvcc --ptx -O3`` of each source, reused while newer than the source."""
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        raise SystemExit("analysis_time: nvcc not found on PATH (pass PTX files instead)")
+    cache.mkdir(parents=True, exist_ok=True)
+    out = []
+    for name in SOURCES:
+        src = ROOT / "tests" / "corpus" / "cuda" / name
+        ptx = cache / f"analysis_time.{Path(name).stem}.{arch}.ptx"
+        if not ptx.exists() or ptx.stat().st_mtime < src.stat().st_mtime:
+            subprocess.run(
+                [nvcc, "--ptx", "-O3", f"-arch={arch}", str(src), "-o", str(ptx)],
+                check=True,
+                capture_output=True,
+            )
+        out.append(ptx)
+    return out
+
+
+def demangle(names: list[str]) -> dict[str, str]:
+    """C++ names as ``c++filt`` prints them, without parameter lists."""
+    tool = shutil.which("c++filt")
+    if tool is None or not names:
+        return {n: n for n in names}
+    done = subprocess.run([tool], input="\n".join(names), capture_output=True, text=True, check=False)
+    lines = done.stdout.splitlines()
+    if len(lines) != len(names):
+        return {n: n for n in names}
+    return {n: line.split("(")[0].removeprefix("void ") for n, line in zip(names, lines, strict=True)}
+
+
+def is_stencil(source: str, kernel: str) -> bool:
+    stem = source.split(".")[1] + ".cu" if source.startswith("analysis_time.") else source
+    if any(stem.startswith(Path(s).stem) for s in STENCIL_SOURCES):
+        return True
+    return any(k in kernel for k in STENCIL_KERNELS)
+
+
+def measure(files: list[Path], repeat: int, budget: Budget) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    for path in files:
+        module = parse_file(path)
+        names = demangle([fn.name for fn in module.kernels])
+        for fn in module.kernels:
+            best = None
+            times = []
+            for _ in range(repeat):
+                start = time.perf_counter()
+                result = analyze_kernel(module, fn.name, budget)
+                times.append(time.perf_counter() - start)
+                best = result
+            assert best is not None
+            loads, stores = best.counts()
+            short = names[fn.name]
+            rows.append(
+                {
+                    "file": path.name,
+                    "kernel": short,
+                    "mangled": fn.name,
+                    "instructions": best.stats.instructions,
+                    "flows": len(best.flows),
+                    "loads": loads,
+                    "stores": stores,
+                    "solver_calls": best.stats.solver_calls,
+                    "status": best.status,
+                    "reason": best.reason,
+                    "seconds": min(times),
+                    "seconds_all": times,
+                    "stencil": is_stencil(path.name, short),
+                }
+            )
+    return rows
+
+
+def print_table(rows: list[dict[str, Any]]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="Symbolic emulation time per kernel (best run)")
+    for col, justify in (
+        ("kernel", "left"),
+        ("instructions", "right"),
+        ("flows", "right"),
+        ("loads", "right"),
+        ("stores", "right"),
+        ("solver calls", "right"),
+        ("status", "left"),
+        ("seconds", "right"),
+    ):
+        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+    for r in rows:
+        slow = r["stencil"] and r["seconds"] >= GOAL_SECONDS
+        seconds = f"{r['seconds']:.3f}" + (" (!)" if slow else "")
+        status = r["status"] if r["reason"] is None else f"{r['status']}: {r['reason']}"
+        table.add_row(
+            r["kernel"] + ("" if r["stencil"] else " *"),
+            str(r["instructions"]),
+            str(r["flows"]),
+            str(r["loads"]),
+            str(r["stores"]),
+            str(r["solver_calls"]),
+            status,
+            seconds,
+        )
+    console = Console(width=max(Console().width, 110))
+    console.print(table)
+    stencils = [r for r in rows if r["stencil"]]
+    under = [r for r in stencils if r["seconds"] < GOAL_SECONDS]
+    slowest = max(stencils, key=lambda r: r["seconds"]) if stencils else None
+    console.print(
+        f"{len(under)} of {len(stencils)} stencil kernels under {GOAL_SECONDS:g} s"
+        + (f"; slowest {slowest['kernel']} {slowest['seconds']:.3f} s" if slowest else "")
+        + f"; total {sum(r['seconds'] for r in rows):.2f} s over {len(rows)} kernels"
+        + " (* not a stencil: reported, not part of the goal)"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("files", nargs="*", type=Path, help="PTX files (default: compile the corpus stencils)")
+    ap.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    ap.add_argument("--repeat", type=int, default=3, help="runs per kernel; the fastest is reported")
+    ap.add_argument("--arch", default="sm_80", help="nvcc -arch for the corpus sources")
+    ap.add_argument("--time-budget", type=float, default=10.0, help="analysis budget per kernel (s)")
+    args = ap.parse_args(argv)
+    files = list(args.files)
+    if not files:
+        env = os.environ.get("PTXASW_CORPUS_CACHE")
+        cache = Path(env) if env else Path(tempfile.gettempdir()) / "ptxasw-analysis-time"
+        files = compile_sources(cache, args.arch)
+    rows = measure(files, max(1, args.repeat), Budget(time_s=args.time_budget))
+    if args.json:
+        print(json.dumps({"goal_seconds": GOAL_SECONDS, "cpus": os.cpu_count(), "kernels": rows}, indent=2))
+    else:
+        print_table(rows)
+    stencils = [r for r in rows if r["stencil"]]
+    return 0 if all(r["seconds"] < GOAL_SECONDS and r["status"] == "complete" for r in stencils) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
