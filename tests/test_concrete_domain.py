@@ -277,6 +277,14 @@ def test_fma_rounds_once() -> None:
     assert struct.unpack("<d", struct.pack("<Q", got[0]))[0] == float(Fraction(x) * Fraction(x) - Fraction(p))
 
 
+def test_fma_f64_extremes() -> None:
+    big, neg_big, one = 0x7FEFFFFFFFFFFFFF, 0xFFEFFFFFFFFFFFFF, f64(1.0)
+    assert fp("fma", ".f64", [one], [neg_big], [big], rounding=".rn") == [0]  # exact zero, not NaN
+    assert fp("fma", ".f64", [big], [0], [one], rounding=".rn") == [one]
+    assert fp("fma", ".f64", [big], [f64(2.0)], [0xFFF0000000000000], rounding=".rz") == [0xFFF0000000000000]
+    assert fp("fma", ".f64", [big], [f64(2.0)], [neg_big], rounding=".rn") == [big]
+
+
 def test_ftz_and_saturation() -> None:
     sub = 0x00000010
     assert fp("add", ".f32", [sub], [0], rounding=".rn", ftz=True) == [0]

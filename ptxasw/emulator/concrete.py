@@ -36,6 +36,16 @@ not the GPU's own approximation bit for bit. Single-precision NaN results
 are the canonical NaN ``0x7fffffff`` (``0x7fff`` for half types); double
 precision propagates NaN payloads as the hardware does.
 
+Where the ISA leaves a result open, the domain returns what an H200 returns
+(``benchmarks/gpu_semantics.py``, 456 instruction forms, all bit-identical):
+``x % 0`` is all ones; a NaN converted to an integer is 0, except from
+``.f64`` or into a 64-bit integer, where it is ``1 << (width-1)``; ``.ftz``
+flushes a result that is tiny *after rounding with an unbounded exponent*
+(it may flush a value that rounds up to the smallest normal); ``.ftz`` also
+applies to ``.bf16`` (``ex2.approx.ftz.bf16``); ``rcp``/``rsqrt.approx.ftz.f64``
+work on the upper word, as the ISA describes; ``cvt.rna.tf32.f32`` rounds a
+NaN's payload like a number.
+
 Widths above 64 bits (``.b128``) raise `NotImplementedError`, which the
 semantics turn into an "unknown" value.
 """
@@ -908,6 +918,10 @@ def _op_fma(op: FpOp, fmt: FloatFormat, xs: list[np.ndarray]) -> np.ndarray:
     nonzero = (a != 0) & (b != 0)
     risky = finite & nonzero & ((ea > 990) | (eb > 990) | (ea + eb < -960) | (ea + eb > 1020) | (ec > 1020))
     risky |= finite & (th != 0) & (et < -960)
+    risky |= finite & ~np.isfinite(result)
+    # Risky lanes get the exact rounding; an exact zero keeps `naive`, which is
+    # then exactly zero (a*b = -c is representable) with the IEEE sign.
+    bits = np.where(risky, naive.view(_U64), bits)
     return _apply(bits, _exact_lanes(risky, xs, lambda x, y, z: x * y + z or None, _F64, "rn"))
 
 
