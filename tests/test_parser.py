@@ -55,6 +55,7 @@ def test_module_header_and_globals() -> None:
             .weak .global .align 4 .u32 weak_one = 0x10 + 3 * (2 - 1);
             .common .global .u32 common_one;
             .global .v4 .f32 vec4;
+            .shared::cta .align 8 .b64 cta_scoped;
             .alias aliased, target_fn;
             """
         )
@@ -83,6 +84,7 @@ def test_module_header_and_globals() -> None:
     assert isinstance(weak, ir.BinaryExpr) and weak.op == "+"
     assert isinstance(weak.rhs, ir.BinaryExpr) and weak.rhs.op == "*"
     assert decls["vec4"].vector == ".v4"
+    assert decls["cta_scoped"].space == ".shared::cta"
     assert any(isinstance(i, ir.Alias) and i.alias == "aliased" for i in module.items)
 
 
@@ -197,6 +199,8 @@ def test_register_declarations_and_nested_scopes() -> None:
         ("ld.param.b32 %r1, [retval0+0];", (ir.Register("%r1"), ir.Address(ir.Symbol("retval0"), 0))),
         ("ld.global.u32 %r1, [64];", (ir.Register("%r1"), ir.Address(None, 64))),
         ("mov.u64 %rd1, smem;", (ir.Register("%rd1"), ir.Symbol("smem"))),
+        ("ld.global.u32 %r1, [sym+4*3];", (ir.Register("%r1"), ir.Address(ir.Symbol("sym"), 12))),
+        ("ld.global.u32 %r1, [%rd1-(1<<4)];", (ir.Register("%r1"), ir.Address(ir.Register("%rd1"), -16))),
         ("mov.u64 %rd1, smem+8;", (ir.Register("%rd1"), ir.BinaryExpr("+", ir.Symbol("smem"), ir.IntImm(8)))),
         (
             "setp.lt.s32 %p1|%p2, %r1, 1;",
@@ -374,6 +378,11 @@ def test_source_positions() -> None:
         (".visible .entry k()\n{\n\tadd.s32 %r1, %r2, #;\n}\n", "bad.ptx:6:20", "unexpected character '#'"),
         (".visible .entry k()\n{\n\tret;\n", "bad.ptx:7:1", "unexpected end of file"),
         (".global .b32 .u32 x;\n", "bad.ptx:4:14", "unexpected qualifier '.u32'"),
+        (
+            ".visible .entry k()\n{\n\tld.u32 %r1, [%rd1+%rd2];\n}\n",
+            "bad.ptx:6:2",
+            "[%rd1+%rd2] is not an address",
+        ),
     ],
 )
 def test_errors_have_positions(text: str, where: str, message: str) -> None:

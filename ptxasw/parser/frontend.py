@@ -83,7 +83,7 @@ class _ToIR(Transformer):  # type: ignore[type-arg]
             return tok
         kind = tok.type
         if kind == "REG":
-            name, _, selector = tok.partition(".")
+            name, _, selector = tok.value.partition(".")
             if name in self.percent_params:
                 return ir.Symbol(name)
             return ir.Register(name, selector or None)
@@ -201,6 +201,13 @@ class _ToIR(Transformer):  # type: ignore[type-arg]
             if isinstance(items, Token):  # the lexer's run of simple operands
                 items = [self._simple_operand(t) for t in SIMPLE_OPERAND.findall(items.value)]
             operands = tuple(_top_level_operand(c, opcode) for c in items)
+        for op in operands:
+            if isinstance(op, _InvalidAddress):
+                raise PtxSyntaxError(
+                    f"[{_expr_text(op.value)}] is not an address: PTX takes [reg], [symbol], [imm] "
+                    "or [base+constant]",
+                    loc,
+                )
         return ir.Instruction(opcode, modifiers, operands, guard, loc)
 
     def _whole_instruction(self, tok: Token) -> ir.Instruction:
@@ -497,26 +504,60 @@ def _top_level_operand(value: ir.Operand, opcode: str) -> ir.Operand:
     return value
 
 
-def _address(value: ir.Operand) -> ir.Address:
-    """``[x]`` with x a register, symbol, integer or `base+offset` sum."""
+def _address(value: ir.Operand) -> ir.Address | _InvalidAddress:
+    """``[x]`` with x a register, symbol, integer or ``base+offset`` sum.
+
+    The offset may be a constant expression (``[sym+4*3]``); it is folded, and
+    its spelling kept for the printer. Anything else (``[%r1+%r2]``) is not
+    PTX; the instruction that holds it reports the error with its position.
+    """
     if isinstance(value, ir.Register | ir.Symbol):
         return ir.Address(value, 0)
     if isinstance(value, ir.IntImm):
         return ir.Address(None, value.value, value.text)
     if isinstance(value, ir.BinaryExpr) and value.op in "+-":
         base, off = value.lhs, value.rhs
-        if isinstance(base, ir.Register | ir.Symbol) and isinstance(off, ir.IntImm):
+        offset = _constant(off)
+        if isinstance(base, ir.Register | ir.Symbol) and offset is not None:
             sign = 1 if value.op == "+" else -1
-            return ir.Address(base, sign * off.value, value.op + (off.text or str(off.value)))
-    # Anything else (e.g. [sym+4*3]) has no place in the IR yet.
-    raise _Reject(value)
+            text = off.text if isinstance(off, ir.IntImm) and off.text else _expr_text(off)
+            return ir.Address(base, sign * offset, value.op + text)
+    return _InvalidAddress(value)
 
 
-class _Reject(Exception):
-    """An operand shape the IR cannot hold; turned into a PtxError with a position."""
+class _InvalidAddress:
+    """A bracketed operand that is not an address; reported by `instruction`."""
 
-    def __init__(self, value: object) -> None:
-        super().__init__(f"unsupported address expression {value!r}")
+    def __init__(self, value: ir.Operand) -> None:
+        self.value = value
+
+
+def _constant(e: ir.Operand) -> int | None:
+    """The value of an integer constant expression, or None if it is not one."""
+    if isinstance(e, ir.IntImm):
+        return e.value
+    if isinstance(e, ir.ParenExpr):
+        return _constant(e.inner)
+    if isinstance(e, ir.UnaryExpr) and e.op in "-~":
+        inner = _constant(e.operand)
+        return None if inner is None else (-inner if e.op == "-" else ~inner)
+    if isinstance(e, ir.BinaryExpr):
+        lhs, rhs = _constant(e.lhs), _constant(e.rhs)
+        if lhs is None or rhs is None:
+            return None
+        folded = {
+            "+": lambda: lhs + rhs, "-": lambda: lhs - rhs, "*": lambda: lhs * rhs,
+            "<<": lambda: lhs << rhs, ">>": lambda: lhs >> rhs,
+            "&": lambda: lhs & rhs, "|": lambda: lhs | rhs, "^": lambda: lhs ^ rhs,
+        }  # fmt: skip
+        return folded[e.op]() if e.op in folded else None
+    return None
+
+
+def _expr_text(e: ir.Operand) -> str:
+    from ptxasw.parser.printer import format_expr
+
+    return format_expr(e)
 
 
 def _sort_qualifiers(quals: list[Any], loc: ir.SourceLoc) -> ir.VarDecl:
@@ -546,7 +587,7 @@ def _sort_qualifiers(quals: list[Any], loc: ir.SourceLoc) -> ir.VarDecl:
             ptr_attrs = [word]
         elif word in LINKAGE:
             linkage.append(word)
-        elif word in STATE_SPACES and not decl.space:
+        elif word.split("::")[0] in STATE_SPACES and not decl.space:  # .shared::cta too
             decl.space = word
         elif word in VECTORS:
             decl.vector = word
@@ -640,8 +681,6 @@ def parse_ptx(text: str, path: str = "<string>") -> ir.Module:
         raise _syntax_error(exc, text, path) from None
     except LexError as exc:
         raise PtxSyntaxError(str(exc), ir.SourceLoc(path, exc.line, exc.col)) from None
-    except _Reject as exc:
-        raise PtxSyntaxError(str(exc), ir.SourceLoc(path, 0, 0)) from None
     finally:
         if collecting:
             gc.enable()
