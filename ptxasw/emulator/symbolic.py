@@ -21,10 +21,13 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import z3
 
-from ptxasw.emulator.domain import FpOp
+if TYPE_CHECKING:
+    from ptxasw.emulator.concrete import Bits
+from ptxasw.emulator.domain import Domain, FpOp
 from ptxasw.parser.isa import type_bits
 
 __all__ = [
@@ -370,6 +373,40 @@ class SymbolicDomain:
             return self.fresh(f"fp.{op.op}", out)
         return fn(*args)  # type: ignore[return-value]
 
+    def evaluate(self, expr: z3.ExprRef, bindings: dict[str, int], concrete: Domain[Bits]) -> int:
+        """The value of ``expr`` when its variables (by name) take ``bindings``.
+
+        Float operations, opaque to the solver, are computed here by
+        ``concrete`` (a one-lane `ConcreteDomain`), innermost first, so a
+        symbolic result can be checked against the concrete domain for float
+        instructions too, not only for integer ones.
+        """
+        interpretation = {fn.name(): key for key, fn in self._fp_funcs.items()}
+        pairs = [
+            (v, z3.BitVecVal(bindings[v.decl().name()], v.size()))
+            for v in _variables(expr)
+            if v.decl().name() in bindings
+        ]
+        term = simplify(z3.substitute(expr, *pairs)) if pairs else simplify(expr)
+        while not z3.is_bv_value(term):
+            apps = _ground_applications(term, interpretation)
+            if not apps:
+                raise ValueError(f"no value for {pretty(term)}: unbound variables")
+            values = [(app, self._apply(interpretation[app.decl().name()], app, concrete)) for app in apps]
+            term = simplify(z3.substitute(term, *values))
+        return term.as_long()
+
+    @staticmethod
+    def _apply(key: tuple[object, ...], app: z3.ExprRef, concrete: Domain[Bits]) -> z3.ExprRef:
+        args = [concrete.const(arg.as_long(), arg.size()) for arg in app.children()]
+        if key[0] == "cmp":
+            _, cmp, ptx_type, _ = key
+            bit = concrete.to_ints(concrete.fp_compare(cmp, ptx_type, *args))[0]  # type: ignore[attr-defined]
+            return z3.BoolVal(bool(bit))
+        op, _, out = key
+        value = concrete.to_ints(concrete.fp(op, *args))[0]  # type: ignore[arg-type,attr-defined]
+        return z3.BitVecVal(value, out)  # type: ignore[arg-type]
+
     def fp_compare(self, cmp: str, type: str, a: BV, b: BV) -> BV:
         """A Boolean uninterpreted function of both bit patterns, as a predicate."""
         key = ("cmp", cmp, type, a.size())
@@ -383,6 +420,39 @@ class SymbolicDomain:
             )
             self._fp_funcs[key] = fn
         return from_bool(fn(a, b))  # type: ignore[arg-type]
+
+
+def _variables(e: z3.ExprRef) -> list[z3.ExprRef]:
+    """The uninterpreted constants (variables) of ``e``."""
+    seen: set[int] = set()
+    found: list[z3.ExprRef] = []
+    stack = [e]
+    while stack:
+        node = stack.pop()
+        if node.get_id() in seen:
+            continue
+        seen.add(node.get_id())
+        if z3.is_const(node) and node.decl().kind() == z3.Z3_OP_UNINTERPRETED:
+            found.append(node)
+        stack.extend(node.children())
+    return found
+
+
+def _ground_applications(e: z3.ExprRef, interpretation: dict[str, object]) -> list[z3.ExprRef]:
+    """Applications of float functions whose arguments are all constants."""
+    seen: set[int] = set()
+    found: list[z3.ExprRef] = []
+    stack = [e]
+    while stack:
+        node = stack.pop()
+        if node.get_id() in seen:
+            continue
+        seen.add(node.get_id())
+        children = node.children()
+        if node.decl().name() in interpretation and all(z3.is_bv_value(c) for c in children):
+            found.append(node)
+        stack.extend(children)
+    return found
 
 
 def _fp_name(op: FpOp, widths: tuple[int, ...]) -> str:
