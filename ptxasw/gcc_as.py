@@ -20,7 +20,6 @@ Environment: ``PTXASW_REAL_AS`` (path of nvptx-tools' ``as``; else
 from __future__ import annotations
 
 import glob
-import os
 import shutil
 import sys
 import tempfile
@@ -28,17 +27,15 @@ import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from ptxasw.wrapper import (
-    ENV_DISABLE,
-    EXIT_FATAL,
     Outcome,
-    WrapperError,
-    append_log,
+    bypass_status,
     child_env,
+    conclude,
+    console_main,
     find_real_tool,
-    finish,
+    log_record,
     passthrough,
     private_copy,
     read_stdin,
@@ -46,9 +43,6 @@ from ptxasw.wrapper import (
     timeout_seconds,
     transform_or_skip,
     transform_ptx,
-    truthy,
-    visited,
-    warn,
 )
 
 ENV_REAL_AS = "PTXASW_REAL_AS"
@@ -130,24 +124,13 @@ def run_as(argv: Sequence[str], *, allow_exec: bool = False) -> int:
     start = time.monotonic()
     real = find_real_as()
     env = child_env(real, ENV_VISITED_AS)
-    record: dict[str, Any] = {
-        "tool": "as",
-        "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "argv": list(argv),
-        "cwd": os.getcwd(),
-        "real": str(real),
-        "inputs": [],
-    }
+    record = log_record("as", argv, real)
     orig_cmd = [str(real), *argv]
-    mode = None
-    if truthy(os.environ.get(ENV_DISABLE)):
-        mode = "disabled"
-    elif visited(os.environ, ENV_VISITED_AS):
-        mode = "nested"
-    elif any(a in _AS_PASSTHROUGH for a in argv):
-        mode = "passthrough"
-    if mode:
-        record["status"] = mode
+    status = bypass_status(ENV_VISITED_AS)
+    if status is None and any(a in _AS_PASSTHROUGH for a in argv):
+        status = "passthrough"
+    if status is not None:
+        record["status"] = status
         return passthrough(orig_cmd, env, record, start, allow_exec=allow_exec)
 
     timeout = timeout_seconds()
@@ -196,36 +179,12 @@ def run_as(argv: Sequence[str], *, allow_exec: bool = False) -> int:
         )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    if run.retried and run.returncode == 0:
-        warn(f"nvptx-none-as rejected the rewritten PTX ({run.rejected}); assembled the original PTX")
-    fell_back = run.retried or any(o.status == "fallback" for o in outcomes)
-    record.update(
-        status="fallback" if fell_back else "ok",
-        inputs=[o.record() for o in outcomes],
-        real_exit=run.returncode,
-        seconds=round(time.monotonic() - start, 6),
-    )
-    if run.retried:
-        record["rejected"] = run.rejected
-    append_log(record)
-    return run.returncode
+    return conclude(record, run, outcomes, start, "nvptx-none-as")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Console entry point ``ptxasw-nvptx-as``: behaves as nvptx-tools' ``as``."""
-    as_program = argv is None
-    args = sys.argv[1:] if argv is None else list(argv)
-    try:
-        rc = run_as(args, allow_exec=as_program)
-    except WrapperError as exc:
-        print(f"ptxasw: error: {exc}", file=sys.stderr)
-        rc = EXIT_FATAL
-    except KeyboardInterrupt:
-        rc = 130
-    except OSError as exc:
-        print(f"ptxasw: error: {exc}", file=sys.stderr)
-        rc = EXIT_FATAL
-    return finish(rc, as_program)
+    return console_main(run_as, argv)
 
 
 if __name__ == "__main__":

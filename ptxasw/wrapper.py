@@ -18,8 +18,9 @@ The input file is never modified: rewritten PTX goes to a private temporary
 directory under the input's own basename (ptxas records the basename of its
 input in the cubin when ``-g`` is given), and the temporary directory is
 removed afterwards. The fail-open machinery here (`transform_ptx`,
-`run_transformed`, `find_real_tool`, `append_log`) is shared with the GCC
-``as`` shim in `ptxasw.gcc_as`.
+`run_transformed`, `find_real_tool`, `passthrough`, `conclude` and the
+console entry point `console_main`) is shared with the GCC ``as`` shim in
+`ptxasw.gcc_as`.
 
 Environment:
 
@@ -682,7 +683,31 @@ def read_stdin() -> bytes:
 
 
 # --------------------------------------------------------------------------
-# The ptxas wrapper
+# One invocation, start to end (the ptxas wrapper and the GCC as shim)
+
+
+def log_record(tool: str, argv: Sequence[str], real: Path) -> dict[str, Any]:
+    """The PTXASW_LOG record of one invocation, as it starts."""
+    return {
+        "tool": tool,
+        "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "argv": list(argv),
+        "cwd": os.getcwd(),
+        "real": str(real),
+        "inputs": [],
+    }
+
+
+def bypass_status(visited_var: str) -> str | None:
+    """Why the real tool must run untouched, or None: ``"disabled"``
+    (PTXASW_DISABLE) or ``"nested"`` (an ancestor wrapper already transformed
+    this PTX and chose a "real" tool that led back here: just run the next
+    real one)."""
+    if truthy(os.environ.get(ENV_DISABLE)):
+        return "disabled"
+    if visited(os.environ, visited_var):
+        return "nested"
+    return None
 
 
 def passthrough(
@@ -703,26 +728,40 @@ def passthrough(
     return rc
 
 
+def conclude(record: dict[str, Any], run: Run, outcomes: Sequence[Outcome], start: float, tool: str) -> int:
+    """Warn when ``tool`` rejected our PTX, complete the log record and log it.
+
+    Returns the real tool's exit status.
+    """
+    if run.retried and run.returncode == 0:
+        # (when the original fails too, the PTX itself is bad: the tool has said so)
+        warn(f"{tool} rejected the rewritten PTX ({run.rejected}); assembled the original PTX")
+    fell_back = run.retried or any(o.status == "fallback" for o in outcomes)
+    record.update(
+        status="fallback" if fell_back else "ok",
+        inputs=[o.record() for o in outcomes],
+        real_exit=run.returncode,
+        seconds=round(time.monotonic() - start, 6),
+    )
+    if run.retried:
+        record["rejected"] = run.rejected
+    append_log(record)
+    return run.returncode
+
+
+# --------------------------------------------------------------------------
+# The ptxas wrapper
+
+
 def run_wrapper(argv: Sequence[str], *, allow_exec: bool = False) -> int:
     """The whole wrapper: find ptxas, transform the inputs, run it, log. Returns the exit code."""
     start = time.monotonic()
     real = find_real_ptxas()
     env = child_env(real, ENV_VISITED_PTXAS)
-    record: dict[str, Any] = {
-        "tool": "ptxas",
-        "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "argv": list(argv),
-        "cwd": os.getcwd(),
-        "real": str(real),
-        "inputs": [],
-    }
-    if truthy(os.environ.get(ENV_DISABLE)):
-        record["status"] = "disabled"
-        return passthrough([str(real), *argv], env, record, start, allow_exec=allow_exec)
-    if visited(os.environ, ENV_VISITED_PTXAS):
-        # An ancestor wrapper already transformed this PTX and chose a "real"
-        # ptxas that led back here: just run the next real one.
-        record["status"] = "nested"
+    record = log_record("ptxas", argv, real)
+    status = bypass_status(ENV_VISITED_PTXAS)
+    if status is not None:
+        record["status"] = status
         return passthrough([str(real), *argv], env, record, start, allow_exec=allow_exec)
     args = parse_ptxas_args(argv)
     inputs = ptx_inputs(args)
@@ -780,20 +819,11 @@ def run_wrapper(argv: Sequence[str], *, allow_exec: bool = False) -> int:
         )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    if run.retried and run.returncode == 0:
-        # (when the original fails too, the PTX itself is bad: ptxas has said so)
-        warn(f"ptxas rejected the rewritten PTX ({run.rejected}); assembled the original PTX")
-    fell_back = run.retried or any(o.status == "fallback" for o in outcomes)
-    record.update(
-        status="fallback" if fell_back else "ok",
-        inputs=[o.record() for o in outcomes],
-        real_exit=run.returncode,
-        seconds=round(time.monotonic() - start, 6),
-    )
-    if run.retried:
-        record["rejected"] = run.rejected
-    append_log(record)
-    return run.returncode
+    return conclude(record, run, outcomes, start, "ptxas")
+
+
+# --------------------------------------------------------------------------
+# Console entry points
 
 
 def finish(rc: int, as_program: bool) -> int:
@@ -805,21 +835,29 @@ def finish(rc: int, as_program: bool) -> int:
     return rc
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Console entry point ``ptxasw-ptxas``: behaves as ptxas; the exit code is ptxas's."""
+def console_main(run: Callable[..., int], argv: Sequence[str] | None) -> int:
+    """A console entry point: ``run(args, allow_exec=...)``, whose exit code is
+    the real tool's; a failure of the wrapper itself is one line and `EXIT_FATAL`.
+
+    ``argv`` None means we are the program (arguments from ``sys.argv``): the
+    real tool may then replace us (exec), and a hung pipeline thread must not
+    keep us alive.
+    """
     as_program = argv is None
     args = sys.argv[1:] if argv is None else list(argv)
     try:
-        rc = run_wrapper(args, allow_exec=as_program)
-    except WrapperError as exc:
+        rc = run(args, allow_exec=as_program)
+    except (WrapperError, OSError) as exc:
         print(f"ptxasw: error: {exc}", file=sys.stderr)
         rc = EXIT_FATAL
     except KeyboardInterrupt:
         rc = 130
-    except OSError as exc:
-        print(f"ptxasw: error: {exc}", file=sys.stderr)
-        rc = EXIT_FATAL
     return finish(rc, as_program)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Console entry point ``ptxasw-ptxas``: behaves as ptxas; the exit code is ptxas's."""
+    return console_main(run_wrapper, argv)
 
 
 if __name__ == "__main__":
