@@ -16,25 +16,8 @@ import click
 
 from ptxasw import __version__
 from ptxasw.errors import PtxError
-from ptxasw.parser import ir, isa, parse_ptx, print_module
+from ptxasw.parser import ir, isa, print_module, read_ptx
 from ptxasw.toolkit import toolkit_group
-
-
-def read_ptx(source: str) -> ir.Module:
-    """Parse a file, or standard input for ``-``."""
-    if source == "-":
-        return parse_ptx(sys.stdin.read(), "<stdin>")
-    path = Path(source)
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise PtxError(f"cannot read: {exc.strerror}", ir.SourceLoc(source, 0, 0)) from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise PtxError("file is not UTF-8 text", ir.SourceLoc(source, line, 1)) from None
-    return parse_ptx(text, source)
 
 
 def fail(exc: PtxError) -> None:

@@ -187,8 +187,8 @@ def _run(
     outdir: str,
     max_steps: int,
 ) -> None:
-    from ptxasw.cli import read_ptx
     from ptxasw.emulator.interpreter import launch
+    from ptxasw.parser import read_ptx
 
     g = parse_dims(grid, "grid")
     b = parse_dims(block, "block")

@@ -20,12 +20,11 @@ from __future__ import annotations
 import json
 import os
 import sys
-from pathlib import Path
 
 import click
 
 from ptxasw.errors import PtxError
-from ptxasw.parser import ir
+from ptxasw.parser import read_ptx
 
 __all__ = ["trace_command"]
 
@@ -37,25 +36,6 @@ _SPACES = {
     "param": ".param",
     "generic": "generic",
 }
-
-
-def _read(source: str) -> ir.Module:
-    """Parse a file, or standard input for ``-`` (errors as `PtxError`)."""
-    from ptxasw.parser import parse_ptx
-
-    if source == "-":
-        return parse_ptx(sys.stdin.read(), "<stdin>")
-    path = Path(source)
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise PtxError(f"cannot read: {exc.strerror}", ir.SourceLoc(source, 0, 0)) from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise PtxError("file is not UTF-8 text", ir.SourceLoc(source, line, 1)) from None
-    return parse_ptx(text, source)
 
 
 @click.command("trace")
@@ -105,7 +85,7 @@ def trace_command(
     from ptxasw.emulator.symbolic_exec import Budget, analyze_kernel
 
     try:
-        module = _read(source)
+        module = read_ptx(source)
         names = [fn.name for fn in module.kernels]
         for name in kernels:
             if name not in names:

@@ -700,6 +700,27 @@ def parse_file(path: str | Path) -> ir.Module:
     return parse_ptx(text, str(p))
 
 
+def read_ptx(source: str) -> ir.Module:
+    """Parse a file named on a command line, or standard input for ``-``.
+
+    Unlike `parse_file`, an unreadable file is a `PtxError` too (one line for
+    the user), and locations name the file exactly as it was given.
+    """
+    if source == "-":
+        return parse_ptx(sys.stdin.read(), "<stdin>")
+    path = Path(source)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise PtxError(f"cannot read: {exc.strerror}", ir.SourceLoc(source, 0, 0)) from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise PtxError("file is not UTF-8 text", ir.SourceLoc(source, line, 1)) from None
+    return parse_ptx(text, source)
+
+
 def _syntax_error(exc: UnexpectedInput, text: str, path: str) -> PtxError:
     line = getattr(exc, "line", 0) or 0
     col = getattr(exc, "column", 0) or 0
