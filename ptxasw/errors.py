@@ -33,3 +33,10 @@ class PtxSyntaxError(PtxError):
 
 class UnsupportedError(PtxError):
     """Valid PTX that this stage does not handle (yet)."""
+
+
+class EmulationError(PtxError):
+    """The emulated kernel did something the hardware would fault on (or that
+    the interpreter cannot continue from): an out-of-bounds or misaligned
+    access, a trap, a failed device assertion, an exhausted step budget.
+    The location is the instruction's ``file:line:col``."""

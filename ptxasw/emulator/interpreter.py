@@ -89,7 +89,6 @@ from ptxasw.emulator.memory import (
     PARAM_WINDOW,
     SHARED_WINDOW,
     WINDOW_SHIFT,
-    EmulationError,
     FlatMemory,
     GlobalMemory,
     LaneMemory,
@@ -97,7 +96,7 @@ from ptxasw.emulator.memory import (
     normalize_space,
 )
 from ptxasw.emulator.semantics import Semantics
-from ptxasw.errors import PtxError
+from ptxasw.errors import EmulationError, PtxError
 from ptxasw.parser import ir, isa
 
 __all__ = [

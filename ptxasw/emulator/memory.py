@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ptxasw.errors import PtxError
+from ptxasw.errors import EmulationError
 from ptxasw.parser import ir
 
 __all__ = [
@@ -77,13 +77,6 @@ WINDOW_SPACE = {1: ".global", 2: ".shared", 3: ".local", 4: ".const", 5: ".param
 _DTYPES = {1: np.dtype(np.uint8), 2: np.dtype("<u2"), 4: np.dtype("<u4"), 8: np.dtype("<u8")}
 
 
-class EmulationError(PtxError):
-    """The emulated kernel did something the hardware would fault on (or that
-    the interpreter cannot continue from): an out-of-bounds or misaligned
-    access, a trap, a failed device assertion, an exhausted step budget.
-    The location is the instruction's ``file:line:col``."""
-
-
 def dtype_for(nbytes: int) -> np.dtype:
     """The little-endian unsigned NumPy type of an access of ``nbytes``."""
     try:
@@ -118,6 +111,28 @@ def _check_alignment(
         if bad.any():
             i = int(np.argmax(bad))
             raise _fail(inst, f"misaligned {nbytes}-byte {space} access at address {int(shown[i]):#x}")
+
+
+def _check_access(
+    offsets: np.ndarray,
+    nbytes: int,
+    size: int,
+    inst: ir.Instruction | None,
+    space: str,
+    shown: np.ndarray,
+    owner: str,
+) -> None:
+    """Alignment, then bounds: every access must end within ``size`` bytes
+    (of the ``owner`` ``space`` memory, as the message names it)."""
+    _check_alignment(offsets, nbytes, inst, space, shown)
+    bad = offsets + np.uint64(nbytes) > np.uint64(size)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise _fail(
+            inst,
+            f"out-of-bounds {nbytes}-byte {space} access at address {int(shown[i]):#x} "
+            f"(offset {int(offsets[i])}, {owner}{space} memory is {size} bytes)",
+        )
 
 
 class _TypedViews:
@@ -286,16 +301,7 @@ class FlatMemory:
         generic access reports the generic address it used).
         """
         shown = offsets + np.uint64(window)
-        name = self.space.lstrip(".")
-        _check_alignment(offsets, nbytes, inst, name, shown)
-        bad = offsets + np.uint64(nbytes) > np.uint64(self.size)
-        if bad.any():
-            i = int(np.argmax(bad))
-            raise _fail(
-                inst,
-                f"out-of-bounds {nbytes}-byte {name} access at address {int(shown[i]):#x} "
-                f"(offset {int(offsets[i])}, {name} memory is {self.size} bytes)",
-            )
+        _check_access(offsets, nbytes, self.size, inst, self.space.lstrip("."), shown, "")
         return self._mem.view(nbytes), offsets.astype(np.int64) // nbytes
 
 
@@ -344,16 +350,7 @@ class LaneMemory:
         shown: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
         """Typed view (flattened) and indexes of row ``rows[i]``, byte ``offsets[i]``."""
-        name = self.space.lstrip(".")
         shown = offsets if shown is None else shown
-        _check_alignment(offsets, nbytes, inst, name, shown)
-        bad = offsets + np.uint64(nbytes) > np.uint64(self.size)
-        if bad.any():
-            i = int(np.argmax(bad))
-            raise _fail(
-                inst,
-                f"out-of-bounds {nbytes}-byte {name} access at address {int(shown[i]):#x} "
-                f"(offset {int(offsets[i])}, the thread's {name} memory is {self.size} bytes)",
-            )
+        _check_access(offsets, nbytes, self.size, inst, self.space.lstrip("."), shown, "the thread's ")
         index = rows.astype(np.int64) * (self._stride // nbytes) + offsets.astype(np.int64) // nbytes
         return self._mem.view(nbytes), index
