@@ -346,6 +346,46 @@ def test_infinite_loop_after_a_branch() -> None:
     assert cfg.reconvergence_point(0) == cfg.exit
 
 
+EARLY_RETURN = """
+        mov.u32 %r1, 0;
+    LOOP:
+        setp.eq.u32 %p1, %r1, 5;
+        @%p1 bra OUT;
+        add.u32 %r1, %r1, 1;
+        setp.lt.u32 %p2, %r1, 10;
+        @%p2 bra LOOP;
+        mov.u32 %r2, 1;
+    OUT:
+        ret;
+"""
+
+
+def test_reconvergence_ignoring_exit_branches() -> None:
+    cfg = cfg_of(EARLY_RETURN)
+    b = {blk.label: blk.id for blk in cfg.blocks if blk.label}
+    assert [blk.id for blk in cfg.blocks] == [0, 1, 2, 3, 4] and b == {"LOOP": 1, "OUT": 4}
+    # The branch to the block that starts with `ret` is an exit branch.
+    assert cfg.exit_branches == frozenset({1})
+    # With it, both branches of the loop meet only at the `ret` block...
+    assert cfg.reconvergence_point(1) == 4 and cfg.reconvergence_point(2) == 4
+    # ...without it, the loop's own branch reconverges after the loop.
+    assert cfg.reconvergence_point(1, ignoring_exit_branches=True) == 2
+    assert cfg.reconvergence_point(2, ignoring_exit_branches=True) == 3
+    assert cfg.ipdom[2] == 4  # the plain post-dominators are unchanged
+
+
+def test_reconvergence_ignoring_the_only_way_out() -> None:
+    # The loop leaves only through the exit branch: without it the blocks
+    # that no longer reach the exit still get a reconvergence point (the exit).
+    cfg = cfg_of("LOOP:\n@%p1 bra OUT;\nbra.uni LOOP;\nOUT:\nret;")
+    assert cfg.exit_branches == frozenset({0})
+    assert cfg.reconvergence_point(0) == 2
+    assert cfg.reconvergence_point(0, ignoring_exit_branches=True) == cfg.exit
+    assert cfg_of(LOOP).exit_branches == frozenset()  # a plain loop has none
+    with pytest.raises(ValueError):
+        cfg.reconvergence_point(cfg.exit, ignoring_exit_branches=True)
+
+
 def test_irreducible_flow_is_reported() -> None:
     # Two entries into the cycle A <-> B: neither header dominates the other.
     cfg = cfg_of(

@@ -597,10 +597,53 @@ class CFG:
         """Immediate post-dominator of every block (an int, possibly the exit
         node); None for the exit node. See :attr:`virtual_exit_edges` for
         blocks that never reach the exit."""
+        return self._immediate_post_dominators(frozenset())
+
+    @cached_property
+    def exit_branches(self) -> frozenset[int]:
+        """Blocks ending in a ``bra`` to a block that starts with an unguarded
+        ``ret``/``exit`` (not the fall-through block).
+
+        ptxas turns such a branch into a predicated ``EXIT``/``RET``: the lanes
+        that take it leave at once instead of waiting at the ``ret`` block for
+        the others. An emulator that does the same keeps ``__activemask()`` and
+        votes after an early ``return`` inside a loop equal to the GPU's
+        (checked on an H200); see `reconvergence_point`.
+        """
+        out: set[int] = set()
+        for block in self.blocks:
+            term = block.terminator
+            if term is None or term.opcode != "bra" or not block.targets:
+                continue
+            target = block.targets[0]
+            if target == self.exit or target == block.fallthrough:
+                continue
+            first = self.blocks[target].instructions
+            if first and first[0].opcode in ("ret", "exit") and first[0].guard is None:
+                out.add(block.id)
+        return frozenset(out)
+
+    @cached_property
+    def _ipdom_ignoring_exit_branches(self) -> dict[int, int | None]:
+        if not self.exit_branches:
+            return self.ipdom
+        return self._immediate_post_dominators(
+            frozenset((b, self.blocks[b].targets[0]) for b in self.exit_branches)
+        )
+
+    def _immediate_post_dominators(self, dropped: frozenset[tuple[int, int]]) -> dict[int, int | None]:
+        """Immediate dominators of the reversed graph rooted at the exit, with
+        the virtual exit edges and without the ``dropped`` edges."""
         rev = nx.DiGraph()  # without edge data: graph.reverse(copy=True) deep-copies it
         rev.add_nodes_from(self.graph)
-        rev.add_edges_from((v, u) for u, v in self.graph.edges)
+        rev.add_edges_from((v, u) for u, v in self.graph.edges if (u, v) not in dropped)
         rev.add_edges_from((v, u) for u, v in self.virtual_exit_edges)
+        if dropped:
+            # Blocks that reached the exit only through a dropped edge need a way out.
+            reach = nx.descendants(rev, self.exit) | {self.exit}
+            for b in self.graph:
+                if b not in reach:
+                    rev.add_edge(self.exit, b)
         found = nx.immediate_dominators(rev, self.exit)
         found.pop(self.exit, None)
         ipdom: dict[int, int | None] = {self.exit: None}
@@ -619,17 +662,21 @@ class CFG:
         """Every path from ``b`` to the exit passes ``a`` (reflexive)."""
         return self._postdom_tree.ancestor(a, b)
 
-    def reconvergence_point(self, block: int) -> int:
+    def reconvergence_point(self, block: int, *, ignoring_exit_branches: bool = False) -> int:
         """Where the lanes that diverged at ``block``'s branch meet again: its
         immediate post-dominator (the join of a SIMT reconvergence stack).
 
         May be :attr:`exit` when the paths only meet by leaving the function
-        (e.g. one side returns).
+        (e.g. one side returns). With ``ignoring_exit_branches`` the branch
+        edges of :attr:`exit_branches` do not count: the lanes that take them
+        retire on the spot and join nobody, so the lanes that stay reconverge
+        where they would if the early leavers did not exist.
         """
-        ipdom = self.ipdom[block]
-        if ipdom is None:
+        ipdom = self._ipdom_ignoring_exit_branches if ignoring_exit_branches else self.ipdom
+        point = ipdom[block]
+        if point is None:
             raise ValueError("the exit node has no reconvergence point")
-        return ipdom
+        return point
 
     # ---- loops ------------------------------------------------------------
 

@@ -76,7 +76,6 @@ from dataclasses import dataclass, field
 from functools import reduce
 from itertools import product
 
-import networkx as nx
 import numpy as np
 
 from ptxasw.emulator.cfg import CFG, build_cfg
@@ -739,51 +738,6 @@ def _classify(inst: ir.Instruction, semantics: Semantics) -> int:
     return _EXEC if semantics.supports(inst) else _UNSUPPORTED
 
 
-def _branches_to_return(cfg: CFG) -> set[int]:
-    """Blocks ending in a ``bra`` to a block that starts with an unguarded
-    ``ret``/``exit``.
-
-    ptxas turns such a branch into a predicated ``EXIT``/``RET``: the lanes
-    that take it leave at once instead of waiting at the ``ret`` block for the
-    others. Treating it the same way keeps ``__activemask()`` and votes after
-    an early ``return`` inside a loop equal to the GPU's (checked on an H200).
-    """
-    out: set[int] = set()
-    for block in cfg.blocks:
-        term = block.terminator
-        if term is None or term.opcode != "bra" or not block.targets:
-            continue
-        target = block.targets[0]
-        if target == cfg.exit or target == block.fallthrough:
-            continue
-        first = cfg.blocks[target].instructions
-        if first and first[0].opcode in ("ret", "exit") and first[0].guard is None:
-            out.add(block.id)
-    return out
-
-
-def _ipdom_without(cfg: CFG, leaving: set[int]) -> dict[int, int | None]:
-    """Immediate post-dominators without the branch edges of ``leaving``: the
-    lanes that take them retire on the spot and join nobody, so the lanes that
-    stay reconverge where they would if the early leavers did not exist."""
-    rev = nx.DiGraph()
-    rev.add_nodes_from(cfg.graph)
-    for u, v in cfg.graph.edges:
-        if not (u in leaving and v == cfg.blocks[u].targets[0]):
-            rev.add_edge(v, u)
-    rev.add_edges_from((v, u) for u, v in cfg.virtual_exit_edges)
-    # Blocks that reached the exit only through a removed edge need a way out.
-    reach = nx.descendants(rev, cfg.exit) | {cfg.exit}
-    for b in cfg.graph:
-        if b not in reach:
-            rev.add_edge(cfg.exit, b)
-    found = nx.immediate_dominators(rev, cfg.exit)
-    found.pop(cfg.exit, None)
-    ipdom: dict[int, int | None] = {cfg.exit: None}
-    ipdom.update(found)
-    return ipdom
-
-
 def _decode_function(program: Program, fn: ir.Function, semantics: Semantics) -> _FnInfo:
     cfg = build_cfg(fn)
     info = _FnInfo(fn, cfg)
@@ -842,12 +796,11 @@ def _decode_function(program: Program, fn: ir.Function, semantics: Semantics) ->
     def start_of(block_id: int) -> int:
         return ncode if block_id == cfg.exit else blocks[block_id].start
 
-    leaving = _branches_to_return(cfg)
-    ipdom = _ipdom_without(cfg, leaving) if leaving else None
+    leaving = cfg.exit_branches
 
     def reconvergence(block_id: int) -> int:
-        r = cfg.reconvergence_point(block_id) if ipdom is None else ipdom[block_id]
-        return -1 if r is None or r == cfg.exit else blocks[r].start
+        r = cfg.reconvergence_point(block_id, ignoring_exit_branches=True)
+        return -1 if r == cfg.exit else blocks[r].start
 
     for i, (orig, scope) in enumerate(zip(insts, scopes, strict=True)):
         inst = _rewrite(orig, scope)
