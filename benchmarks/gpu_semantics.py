@@ -42,6 +42,7 @@ import numpy as np
 
 from ptxasw.emulator import domain as dm
 from ptxasw.emulator.concrete import FORMATS, Bits, ConcreteDomain, decode
+from ptxasw.emulator.interpreter import shuffle
 from ptxasw.emulator.semantics import Semantics
 from ptxasw.parser import ir, parse_ptx
 
@@ -700,29 +701,9 @@ class OracleMachine:
     def warp(self, inst: ir.Instruction, operands: list[Bits], cond: Bits | None) -> list[Bits]:
         """Full, converged warps: lanes 32k..32k+31 form warp k."""
         d = self.dom
-        lanes = len(operands[0].data) if operands else d.lanes
-        lane = np.arange(lanes) % 32
-        base = np.arange(lanes) - lane
         mods = inst.modifiers
         if inst.opcode == "shfl":
-            a, b, c = (x.data.astype(np.int64) for x in operands[:3])
-            bval, cval, seg = b & 31, c & 31, (c >> 8) & 31
-            max_lane = (lane & seg) | (cval & ~seg)
-            min_lane = lane & seg
-            if ".up" in mods:
-                j = lane - bval
-                ok = j >= max_lane
-            elif ".down" in mods:
-                j = lane + bval
-                ok = j <= max_lane
-            elif ".bfly" in mods:
-                j = lane ^ bval
-                ok = j <= max_lane
-            else:
-                j = min_lane | (bval & ~seg)
-                ok = j <= max_lane
-            j = np.where(ok, j, lane)
-            return [Bits(a[base + j].astype(U64), 32), Bits(ok.astype(U64), 1)]
+            return shuffle(mods, operands)
         if inst.opcode == "vote":
             p = operands[0].data.reshape(-1, 32) != 0
             if ".ballot" in mods:

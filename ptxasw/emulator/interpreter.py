@@ -1127,7 +1127,7 @@ def _warp_op(m: WarpMachine, inst: ir.Instruction, ops: list[Bits], part: int) -
     opcode = inst.opcode
     mods = inst.modifiers
     if opcode == "shfl":
-        return _shfl(mods, ops)
+        return shuffle(mods, ops)
     if opcode == "activemask":
         return [_bits(m.mask, 32)]
     # vote/match/redux take (value, membermask); the lanes that take part are
@@ -1192,9 +1192,15 @@ def _uniform(value: Bits, part: int) -> int:
     return int(value.data[max(lane, 0)])
 
 
-def _shfl(mods: tuple[str, ...], ops: list[Bits]) -> list[Bits]:
+def shuffle(mods: tuple[str, ...], ops: list[Bits]) -> list[Bits]:
+    """``shfl.sync`` over converged warps: ``[value, in-range predicate]``.
+
+    ``ops`` are the ``a, b, c`` operands for every lane; lanes ``32k..32k+31``
+    form warp k (one warp in the interpreter; many in the GPU oracle).
+    """
     a, b, c = ops[0], ops[1], ops[2]
-    lane = _LANE_INTS
+    index = np.arange(a.data.size, dtype=np.int64)
+    lane = index & 31
     bval = (b.data & np.uint64(31)).astype(np.int64)
     cval = (c.data & np.uint64(31)).astype(np.int64)
     seg = ((c.data >> np.uint64(8)) & np.uint64(31)).astype(np.int64)
@@ -1212,7 +1218,7 @@ def _shfl(mods: tuple[str, ...], ops: list[Bits]) -> list[Bits]:
     else:
         j = min_lane | (bval & ~seg)
         ok = j <= max_lane
-    src = np.where(ok, j, lane) & 31
+    src = (index - lane) + (np.where(ok, j, lane) & 31)
     return [Bits(a.data[src], a.width), Bits(ok.astype(np.uint64), 1)]
 
 
