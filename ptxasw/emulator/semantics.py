@@ -160,12 +160,26 @@ def _float_literal(op: ir.FloatImm | ir.IntImm, typ: str | None, width: int) -> 
 Write = tuple[ir.Operand, object]
 
 
+#: What the instruction table says about one instruction, as `Semantics` uses
+#: it on every execution: its type modifiers, and the ``(type, bits)`` of each
+#: operand (bits None for a type without a width).
+_TableFacts = tuple[tuple[str, ...], tuple[tuple[str | None, int | None], ...]]
+
+
 class Semantics(Generic[V]):
-    """Executes PTX instructions on a `Machine` in any `Domain`."""
+    """Executes PTX instructions on a `Machine` in any `Domain`.
+
+    The instruction-table facts of an instruction are looked up once per
+    instruction object and kept (an interpreter executes the same instruction
+    objects over and over); instructions must not be modified while a
+    `Semantics` runs them.
+    """
 
     def __init__(self, machine: Machine[V]) -> None:
         self.machine = machine
         self.dom: Domain[V] = machine.dom
+        # id(inst) -> (inst, facts): holding the instruction keeps its id unique.
+        self._facts: dict[int, tuple[ir.Instruction, _TableFacts]] = {}
 
     # ---- public entry points ---------------------------------------------------
     def supports(self, inst: ir.Instruction) -> bool:
@@ -240,8 +254,20 @@ class Semantics(Generic[V]):
             value = self.dom.ite(cond, value, old)
         self.machine.write(target, value)
 
+    def _table_facts(self, inst: ir.Instruction) -> _TableFacts:
+        """The instruction table's facts about ``inst`` (see `_TableFacts`), cached."""
+        hit = self._facts.get(id(inst))
+        if hit is not None:
+            return hit[1]
+        operands = tuple(
+            (info.type, isa.type_bits(info.type) if info.type else 32) for info in isa.operand_infos(inst)
+        )
+        facts = (isa.instruction_types(inst), operands)
+        self._facts[id(inst)] = (inst, facts)
+        return facts
+
     def _types(self, inst: ir.Instruction) -> tuple[str, ...]:
-        types = isa.instruction_types(inst)
+        types = self._table_facts(inst)[0]
         if not types:
             raise Unsupported(f"{inst.mnemonic} names no type")
         return types
@@ -250,9 +276,12 @@ class Semantics(Generic[V]):
         """Operand ``index`` read at its type (from the instruction table)."""
         if index >= len(inst.operands):
             raise Unsupported(f"{inst.mnemonic} lacks operand {index}")
-        if typ is None:
-            typ = isa.operand_infos(inst)[index].type
-        return self._read(inst.operands[index], typ, _bits(typ) if typ else 32)
+        if typ is not None:
+            return self._read(inst.operands[index], typ, _bits(typ) if typ else 32)
+        typ, width = self._table_facts(inst)[1][index]
+        if width is None:
+            raise Unsupported(f"no width for type {typ}")
+        return self._read(inst.operands[index], typ, width)
 
     def _read(self, op: ir.Operand, typ: str | None, width: int) -> V:
         d, m = self.dom, self.machine
@@ -1189,11 +1218,8 @@ class Semantics(Generic[V]):
         return []
 
     def _h_warp(self, inst: ir.Instruction, cond: V | None) -> list[Write]:
-        infos = isa.operand_infos(inst)
-        values = [
-            self._read(op, info.type, _bits(info.type) if info.type else 32)
-            for op, info in zip(inst.operands[1:], infos[1:], strict=True)
-        ]
+        typed = self._table_facts(inst)[1]
+        values = [self._src(inst, i) for i in range(1, len(typed))]
         results = self.machine.warp(inst, values, cond)
         dst = inst.operands[0]
         if isinstance(dst, ir.PairOperand):
