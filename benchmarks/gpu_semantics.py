@@ -42,8 +42,8 @@ import numpy as np
 
 from ptxasw.emulator import domain as dm
 from ptxasw.emulator.concrete import FORMATS, Bits, ConcreteDomain, decode
-from ptxasw.emulator.interpreter import shuffle
 from ptxasw.emulator.semantics import Semantics
+from ptxasw.emulator.warp_ops import shuffle
 from ptxasw.parser import ir, parse_ptx
 
 N = 4096

@@ -63,26 +63,59 @@ and is re-bound to the warp being run, so whatever the semantics caches per
 instruction is shared; the CFG and the decoded form of each instruction are
 computed once per function (`Program`), and a launch of the same module object
 reuses them.
+
+This module is the executor: the launch, the CTA scheduler and barriers, the
+SIMT stacks, calls, and the `WarpMachine` the semantics run on. What it runs
+is prepared elsewhere: `ptxasw.emulator.program` (variable layout, function
+addresses) and `ptxasw.emulator.decode` (each function's code); the
+warp-collective operations are in `ptxasw.emulator.warp_ops`, the atomic
+operations in `ptxasw.emulator.atomics` and ``printf`` in
+`ptxasw.emulator.printf`.
 """
 
 from __future__ import annotations
 
-import re
-import struct
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import reduce
 from itertools import product
 
 import numpy as np
 
-from ptxasw.emulator.cfg import CFG, build_cfg
+from ptxasw.emulator.atomics import atomic_function
 from ptxasw.emulator.concrete import Bits, ConcreteDomain
+from ptxasw.emulator.decode import (
+    BAR_ARRIVE,
+    BAR_RED,
+    BRA,
+    BRA_RET,
+    BRX,
+    CALL,
+    CTARANK,
+    EXEC,
+    EXIT,
+    MAPA,
+    NOP,
+    RET,
+    TRAP,
+    UNSUPPORTED,
+    Call,
+    DecodedFunction,
+    Op,
+    intern,
+)
+from ptxasw.emulator.lanes import (
+    FULL_MASK,
+    LANE_IDS,
+    LANE_INTS,
+    LANES,
+    lane_bits,
+    mask_array,
+    to_mask,
+    width_mask,
+)
 from ptxasw.emulator.memory import (
     CONST_WINDOW,
-    FUNC_WINDOW,
     LOCAL_STRIDE,
     LOCAL_WINDOW,
     PARAM_WINDOW,
@@ -94,7 +127,11 @@ from ptxasw.emulator.memory import (
     dtype_for,
     normalize_space,
 )
+from ptxasw.emulator.printf import FORMAT_RE, PrintfRecord, format_printf, printf_arg_bytes
+from ptxasw.emulator.program import Program, global_name
 from ptxasw.emulator.semantics import Semantics
+from ptxasw.emulator.variables import bits_of, encode_scalar, round_up
+from ptxasw.emulator.warp_ops import warp_op
 from ptxasw.errors import EmulationError, PtxError
 from ptxasw.parser import ir, isa
 
@@ -107,60 +144,16 @@ __all__ = [
     "launch",
 ]
 
-LANES = 32
-FULL_MASK = (1 << LANES) - 1
 DEFAULT_MAX_STEPS = 50_000_000
 DEFAULT_QUANTUM = 20_000
 MAX_CALL_DEPTH = 2048
 MAX_LOCAL_BYTES = 1 << 30  # local memory of all threads of a CTA together
-LOCAL_MODULE_BASE = 0  # module-scope .local variables sit at the bottom of each stack
 
-_LANE_IDS = np.arange(LANES, dtype=np.uint64)
-_LANE_INTS = np.arange(LANES, dtype=np.int64)
 _U64_MAX = (1 << 64) - 1
-
-_MASK_CACHE: dict[int, np.ndarray] = {}
-
-
-def _mask_array(mask: int) -> np.ndarray:
-    """The lanes of an int bit mask as a read-only bool array (cached)."""
-    arr = _MASK_CACHE.get(mask)
-    if arr is None:
-        arr = ((np.uint64(mask) >> _LANE_IDS) & np.uint64(1)).astype(bool)
-        arr.flags.writeable = False
-        if len(_MASK_CACHE) < 8192:
-            _MASK_CACHE[mask] = arr
-    return arr
-
-
-def _to_mask(data: np.ndarray) -> int:
-    """Bit mask of the lanes whose value is non-zero."""
-    return int.from_bytes(np.packbits(data != 0, bitorder="little").tobytes(), "little")
-
-
-def _width_mask(width: int) -> int:
-    return (1 << width) - 1
-
-
-def _bits_of(ptx_type: str | None, default: int = 32) -> int:
-    bits = isa.type_bits(ptx_type) if ptx_type else None
-    return bits if bits else default
 
 
 # --------------------------------------------------------------------------
 # Results
-
-
-@dataclass(slots=True)
-class PrintfRecord:
-    """One ``printf`` call of one thread: the format, the raw argument buffer
-    (as the device laid it out) and the decoded text."""
-
-    format: str
-    args: bytes
-    text: str
-    ctaid: tuple[int, int, int]
-    tid: tuple[int, int, int]
 
 
 @dataclass
@@ -187,640 +180,6 @@ class LaunchResult:
     @property
     def steps_per_second(self) -> float:
         return self.steps / self.seconds if self.seconds > 0 else 0.0
-
-
-# --------------------------------------------------------------------------
-# Static information about the module
-
-
-@dataclass(slots=True)
-class _Var:
-    """A declared variable: its space, type, size and initialiser."""
-
-    name: str
-    space: str
-    type: str
-    size: int
-    align: int
-    decl: ir.VarDecl
-    init: ir.Initializer | None = None
-    unsized: bool = False
-
-
-def _elem_bytes(ptx_type: str) -> int:
-    bits = isa.type_bits(ptx_type)
-    if not bits:
-        return 8 if ptx_type in (".texref", ".samplerref", ".surfref") else 4
-    return max(bits // 8, 1)
-
-
-def _var_of(decl: ir.VarDecl, name: ir.VarName) -> _Var:
-    elem = _elem_bytes(decl.type)
-    vec = {".v2": 2, ".v4": 4, ".v8": 8}.get(decl.vector or "", 1)
-    count = 1
-    unsized = False
-    for dim in name.array:
-        if dim is None:
-            unsized = True
-            dim = _init_length(name.init)
-        count *= dim
-    size = elem * vec * count
-    align = decl.align or elem * vec
-    return _Var(str(name.name), normalize_space(decl.space), decl.type, size, align, decl, name.init, unsized)
-
-
-def _init_length(init: ir.Initializer | None) -> int:
-    if isinstance(init, list):
-        return sum(_init_length(i) if isinstance(i, list) else 1 for i in init)
-    return 0
-
-
-def _param_var(spec: ir.ParamSpec) -> _Var:
-    elem = _elem_bytes(spec.type)
-    vec = {".v2": 2, ".v4": 4, ".v8": 8}.get(spec.vector or "", 1)
-    count = 1
-    for dim in spec.array:
-        count *= dim or 0
-    size = elem * vec * count
-    decl = ir.VarDecl(spec.space, spec.type, [ir.VarName(spec.name)])
-    return _Var(spec.name, spec.space, spec.type, size, spec.align or elem * vec, decl)
-
-
-def _align(value: int, align: int) -> int:
-    return -(-value // align) * align
-
-
-def _walk_decls(body: list[ir.Statement]) -> list[ir.VarDecl]:
-    out: list[ir.VarDecl] = []
-    for stmt in body:
-        if isinstance(stmt, ir.VarDecl):
-            out.append(stmt)
-        elif isinstance(stmt, ir.Block):
-            out.extend(_walk_decls(stmt.body))
-    return out
-
-
-# Operand kinds of the decoded instructions (ints: the hot loop compares them).
-_EXEC, _BRA, _BRX, _CALL, _RET, _EXIT, _TRAP, _BAR, _BAR_ARRIVE, _BAR_RED = range(10)
-_NOP, _MAPA, _CTARANK, _UNSUPPORTED, _BRA_RET = range(10, 15)
-
-
-@dataclass(slots=True)
-class _Call:
-    """The decoded operands of a ``call``."""
-
-    returns: tuple[ir.Operand, ...]
-    callee: ir.Symbol | ir.Register
-    args: tuple[ir.Operand, ...]
-
-
-class _Op:
-    """One decoded instruction: what the run loop does with it."""
-
-    __slots__ = ("call", "exits", "inst", "kind", "rpc", "target", "targets", "width")
-
-    def __init__(self, kind: int, inst: ir.Instruction) -> None:
-        self.kind = kind
-        self.inst = inst
-        self.target = -1
-        self.rpc = -1
-        self.targets: tuple[int, ...] = ()
-        self.call: _Call | None = None
-        self.width = 0
-        self.exits = False  # a branch to `exit` (not `ret`): its lanes leave the kernel
-
-
-class _FnInfo:
-    """A function decoded for execution: its CFG, decoded instructions and
-    the layout of its frame (``.param`` and ``.local`` symbols)."""
-
-    def __init__(self, fn: ir.Function, cfg: CFG) -> None:
-        self.fn = fn
-        self.cfg = cfg
-        self.code: list[_Op] = []
-        # name -> (space, value, relative to the frame's local base)
-        self.symbols: dict[str, tuple[str, int, bool]] = {}
-        self.param_layout: dict[str, tuple[int, int]] = {}
-        self.param_size = 0
-        self.local_size = 0
-        self.reg_types: dict[str, str] = {}
-
-
-class Program:
-    """A parsed module prepared for execution: variable layouts, function
-    addresses and (lazily) every function's decoded instructions.
-
-    Built once per module by `launch` (and reused for later launches of the
-    same module object); build one yourself to launch several kernels.
-    """
-
-    def __init__(self, module: ir.Module) -> None:
-        self.module = module
-        self.path = module.path
-        self.functions: dict[str, ir.Function] = {}
-        for fn in module.functions:
-            if fn.name not in self.functions or fn.body is not None:
-                self.functions[fn.name] = fn
-        self.func_names = list(self.functions)
-        self.func_index = {name: i for i, name in enumerate(self.func_names)}
-        self.module_vars: dict[str, _Var] = {}
-        self.body_vars: dict[tuple[str, str], _Var] = {}
-        for item in module.items:
-            if isinstance(item, ir.VarDecl):
-                for name in item.names:
-                    var = _var_of(item, name)
-                    self.module_vars[var.name] = var
-        for fn in self.functions.values():
-            if fn.body is None:
-                continue
-            for decl in _walk_decls(fn.body.body):
-                if normalize_space(decl.space) in (".shared", ".global", ".const"):
-                    for name in decl.names:
-                        self.body_vars[(fn.name, str(name.name))] = _var_of(decl, name)
-        self._layout()
-        self._decoded: dict[str, _FnInfo] = {}
-
-    # ---- layout ------------------------------------------------------------
-
-    def _layout(self) -> None:
-        """Shared, const, module-local and global addresses of every variable."""
-        self.shared_offset: dict[object, int] = {}
-        self.const_offset: dict[object, int] = {}
-        self.global_order: list[tuple[object, _Var]] = []
-        self.module_local_offset: dict[str, int] = {}
-        shared_top = const_top = local_top = 0
-        extern_shared: list[object] = []
-        extern_align = 16
-        everything: list[tuple[object, _Var]] = list(self.module_vars.items())
-        everything += list(self.body_vars.items())
-        for key, var in everything:
-            if var.space == ".shared":
-                if var.unsized or (".extern" in var.decl.linkage and var.size == 0):
-                    extern_shared.append(key)
-                    extern_align = max(extern_align, var.align)
-                    continue
-                shared_top = _align(shared_top, var.align)
-                self.shared_offset[key] = shared_top
-                shared_top += var.size
-            elif var.space == ".const":
-                const_top = _align(const_top, var.align)
-                self.const_offset[key] = const_top
-                const_top += var.size
-            elif var.space == ".global":
-                self.global_order.append((key, var))
-            elif var.space == ".local" and isinstance(key, str):
-                local_top = _align(local_top, var.align)
-                self.module_local_offset[key] = local_top
-                local_top += var.size
-        self.static_shared = shared_top
-        self.dynamic_shared_base = _align(shared_top, extern_align)
-        for key in extern_shared:
-            self.shared_offset[key] = self.dynamic_shared_base
-        self.const_size = const_top
-        self.module_local_size = _align(local_top, 16)
-        # Global variables: addresses are fixed by allocating them first, in
-        # declaration order, in every launch's fresh global memory.
-        probe = GlobalMemory()
-        self.global_address: dict[object, int] = {}
-        for key, var in self.global_order:
-            self.global_address[key] = probe.allocate(max(var.size, 1), _global_name(key), var.align)
-        self.const_image = FlatMemory(const_top, ".const")
-        for key, var in everything:
-            if var.space == ".const" and var.init is not None:
-                data = self.initial_bytes(var)
-                off = self.const_offset[key]
-                self.const_image.data[off : off + len(data)] = np.frombuffer(data, dtype=np.uint8)
-
-    def module_symbol(self, name: str, fn_name: str | None = None) -> tuple[str, int] | None:
-        """``(space, address in that space)`` of a variable or function by name
-        (a function's own ``.shared``/``.global``/``.const`` first)."""
-        if fn_name is not None and (fn_name, name) in self.body_vars:
-            return self._var_address((fn_name, name), self.body_vars[(fn_name, name)])
-        var = self.module_vars.get(name)
-        if var is not None:
-            return self._var_address(name, var)
-        index = self.func_index.get(name)
-        if index is not None:
-            return ".func", FUNC_WINDOW + 16 * index
-        return None
-
-    def _var_address(self, key: object, var: _Var) -> tuple[str, int]:
-        if var.space == ".shared":
-            return ".shared", self.shared_offset[key]
-        if var.space == ".const":
-            return ".const", self.const_offset[key]
-        if var.space == ".global":
-            return ".global", self.global_address[key]
-        if var.space == ".local" and isinstance(key, str):
-            return ".local", LOCAL_MODULE_BASE + self.module_local_offset[key]
-        return var.space, 0
-
-    def generic_address(self, space: str, address: int) -> int:
-        """The generic address of a module-level object (initialisers' ``generic()``)."""
-        base = {".shared": SHARED_WINDOW, ".const": CONST_WINDOW, ".param": PARAM_WINDOW}.get(space, 0)
-        return address + base
-
-    def function_at(self, address: int) -> str | None:
-        """The function a function-pointer value points to."""
-        off = address - FUNC_WINDOW
-        if off < 0 or off % 16:
-            return None
-        index = off // 16
-        return self.func_names[index] if index < len(self.func_names) else None
-
-    # ---- initialisers ----------------------------------------------------------
-
-    def eval_expr(self, expr: ir.Expr, loc: ir.SourceLoc | None = None) -> int | float:
-        """Value of a constant expression of an initialiser (symbols are addresses)."""
-        match expr:
-            case ir.IntImm(value=v):
-                return v
-            case ir.FloatImm():
-                return _float_imm(expr)
-            case ir.Symbol(name=name):
-                found = self.module_symbol(name)
-                if found is None:
-                    raise PtxError(f"unknown symbol {name} in an initialiser", loc)
-                return found[1]
-            case ir.CallExpr(func=func, args=args) if func in ("generic", "mask") and args:
-                inner = args[0]
-                if func == "generic" and isinstance(inner, ir.Symbol):
-                    found = self.module_symbol(inner.name)
-                    if found is None:
-                        raise PtxError(f"unknown symbol {inner.name} in an initialiser", loc)
-                    return self.generic_address(*found)
-                return self.eval_expr(inner, loc)
-            case ir.ParenExpr(inner=inner):
-                return self.eval_expr(inner, loc)
-            case ir.UnaryExpr(op=op, operand=inner):
-                v = self.eval_expr(inner, loc)
-                if op == "-":
-                    return -v
-                if op == "~":
-                    return ~int(v)
-                return int(not v)
-            case ir.BinaryExpr(op=op, lhs=lhs, rhs=rhs):
-                return _binop(op, self.eval_expr(lhs, loc), self.eval_expr(rhs, loc))
-        raise PtxError(f"unsupported initialiser expression {expr!r}", loc)
-
-    def initial_bytes(self, var: _Var) -> bytes:
-        """The initial contents of a variable (zeros where not initialised)."""
-        out = bytearray(var.size)
-        if var.init is None:
-            return bytes(out)
-        values = _flatten_init(var.init)
-        elem = _elem_bytes(var.type)
-        for i, value in enumerate(values):
-            if (i + 1) * elem > var.size:
-                break
-            if isinstance(value, ir.SamplerField):
-                continue
-            v = self.eval_expr(value, var.decl.loc)
-            out[i * elem : (i + 1) * elem] = _encode_scalar(v, var.type, value)
-        return bytes(out)
-
-    # ---- functions ---------------------------------------------------------------
-
-    def decoded(self, name: str, semantics: Semantics) -> _FnInfo:
-        """The decoded form of a function with a body (cached)."""
-        info = self._decoded.get(name)
-        if info is None:
-            fn = self.functions[name]
-            info = self._decoded[name] = _decode_function(self, fn, semantics)
-        return info
-
-
-def _global_name(key: object) -> str:
-    return key if isinstance(key, str) else "::".join(key)  # type: ignore[arg-type]
-
-
-def _flatten_init(init: ir.Initializer) -> list[ir.Initializer]:
-    if isinstance(init, list):
-        out: list[ir.Initializer] = []
-        for item in init:
-            out.extend(_flatten_init(item))
-        return out
-    return [init]
-
-
-def _float_imm(imm: ir.FloatImm) -> float:
-    if imm.kind == "f":
-        return struct.unpack("<f", struct.pack("<I", int(imm.text[2:], 16)))[0]
-    if imm.kind == "d":
-        return struct.unpack("<d", struct.pack("<Q", int(imm.text[2:], 16)))[0]
-    return float(imm.text)
-
-
-def _binop(op: str, a: int | float, b: int | float) -> int | float:
-    ops: dict[str, Callable[[int | float, int | float], int | float]] = {
-        "+": lambda x, y: x + y,
-        "-": lambda x, y: x - y,
-        "*": lambda x, y: x * y,
-        "/": lambda x, y: x / y if isinstance(x, float) or isinstance(y, float) else int(x / y),
-        "%": lambda x, y: int(x) % int(y),
-        "<<": lambda x, y: int(x) << int(y),
-        ">>": lambda x, y: int(x) >> int(y),
-        "&": lambda x, y: int(x) & int(y),
-        "|": lambda x, y: int(x) | int(y),
-        "^": lambda x, y: int(x) ^ int(y),
-        "&&": lambda x, y: int(bool(x and y)),
-        "||": lambda x, y: int(bool(x or y)),
-        "==": lambda x, y: int(x == y),
-        "!=": lambda x, y: int(x != y),
-        "<": lambda x, y: int(x < y),
-        ">": lambda x, y: int(x > y),
-        "<=": lambda x, y: int(x <= y),
-        ">=": lambda x, y: int(x >= y),
-    }
-    return ops[op](a, b)
-
-
-def _encode_scalar(value: int | float | object, ptx_type: str, literal: object = None) -> bytes:
-    """Bytes of one value of a PTX type (little-endian); floats round to nearest.
-
-    A ``0f``/``0d`` literal is a bit pattern: it is stored as such in a
-    variable of its own width (``.f32``, but also ``.b32``/``.u32``) and
-    converted by value only into a float type of another width.
-    """
-    bits = _bits_of(ptx_type)
-    nbytes = max(bits // 8, 1)
-    mask = _width_mask(nbytes * 8)
-    is_float = ptx_type.startswith((".f", ".bf")) and ptx_type not in (".f16x2", ".bf16x2")
-    if isinstance(literal, ir.FloatImm) and literal.kind in ("f", "d"):
-        literal_bits = 32 if literal.kind == "f" else 64
-        if not is_float or bits == literal_bits:
-            return (int(literal.text[2:], 16) & mask).to_bytes(nbytes, "little")
-    if is_float:
-        f = float(value)  # type: ignore[arg-type]
-        with np.errstate(all="ignore"):
-            if bits == 64:
-                return struct.pack("<d", f)
-            if bits == 32:
-                return np.float32(f).tobytes()
-            if ptx_type == ".f16":
-                return np.float16(f).tobytes()
-            if ptx_type == ".bf16":
-                return (_f32_to_bf16(int(np.float32(f).view(np.uint32)))).to_bytes(2, "little")
-    return (int(value) & mask).to_bytes(nbytes, "little")  # type: ignore[call-overload]
-
-
-def _f32_to_bf16(bits: int) -> int:
-    if (bits & 0x7F800000) == 0x7F800000 and bits & 0x7FFFFF:
-        return (bits >> 16) | 0x40
-    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) & 0xFFFF
-
-
-# --------------------------------------------------------------------------
-# Decoding a function
-
-
-def _intern(name: str) -> str:
-    return sys.intern(str(name))
-
-
-class _Scope:
-    """Register declarations of one ``{ }`` scope (for shadowing)."""
-
-    __slots__ = ("exact", "id", "parent", "ranges")
-
-    def __init__(self, sid: int, parent: _Scope | None) -> None:
-        self.id = sid
-        self.parent = parent
-        self.exact: set[str] = set()
-        self.ranges: list[tuple[str, int]] = []
-
-    def declares(self, name: str) -> bool:
-        if name in self.exact:
-            return True
-        for prefix, count in self.ranges:
-            if name.startswith(prefix):
-                tail = name[len(prefix) :]
-                if tail.isdigit() and int(tail) < count:
-                    return True
-        return False
-
-
-def _scoped_instructions(fn: ir.Function) -> tuple[list[ir.Instruction], list[_Scope]]:
-    """Instructions in text order (as the CFG lists them) with their scopes."""
-    insts: list[ir.Instruction] = []
-    scopes: list[_Scope] = []
-    counter = [0]
-    root = _Scope(0, None)
-    for p in [*fn.params, *(fn.returns or [])]:
-        if p.space == ".reg":
-            root.exact.add(p.name)
-
-    def walk(body: list[ir.Statement], scope: _Scope) -> None:
-        for stmt in body:
-            if isinstance(stmt, ir.VarDecl) and stmt.space == ".reg":
-                for n in stmt.names:
-                    if n.count is not None:
-                        scope.ranges.append((str(n.name), n.count))
-                    else:
-                        scope.exact.add(str(n.name))
-        for stmt in body:
-            if isinstance(stmt, ir.Instruction):
-                insts.append(stmt)
-                scopes.append(scope)
-            elif isinstance(stmt, ir.Block):
-                counter[0] += 1
-                walk(stmt.body, _Scope(counter[0], scope))
-
-    assert fn.body is not None
-    walk(fn.body.body, root)
-    return insts, scopes
-
-
-def _register_key(name: str, scope: _Scope) -> str:
-    """A name unique per declaration: a register declared in a nested scope
-    under a name an enclosing scope also declares gets ``name@scope``."""
-    s: _Scope | None = scope
-    while s is not None:
-        if s.declares(name):
-            outer = s.parent
-            while outer is not None:
-                if outer.declares(name):
-                    return _intern(f"{name}@{s.id}")
-                outer = outer.parent
-            break
-        s = s.parent
-    return _intern(name)
-
-
-def _rewrite_operand(op: ir.Operand, rename: Callable[[str], str]) -> ir.Operand:
-    match op:
-        case ir.Register(name=name, selector=sel):
-            return ir.Register(rename(name), sel)
-        case ir.Symbol(name=name):
-            return ir.Symbol(_intern(name))
-        case ir.Address(base=base, offset=off, offset_text=text):
-            new_base = None if base is None else _rewrite_operand(base, rename)
-            return ir.Address(new_base, off, text)  # type: ignore[arg-type]
-        case ir.Negated(operand=inner):
-            return ir.Negated(_rewrite_operand(inner, rename))  # type: ignore[arg-type]
-        case ir.VectorOperand(elements=items):
-            return ir.VectorOperand(tuple(_rewrite_operand(i, rename) for i in items))
-        case ir.ParenOperand(items=items):
-            return ir.ParenOperand(tuple(_rewrite_operand(i, rename) for i in items))
-        case ir.ListOperand(items=items):
-            return ir.ListOperand(tuple(_rewrite_operand(i, rename) for i in items))
-        case ir.PairOperand(first=a, second=b):
-            return ir.PairOperand(_rewrite_operand(a, rename), _rewrite_operand(b, rename))
-        case ir.UnaryExpr(op=o, operand=inner):
-            return ir.UnaryExpr(o, _rewrite_operand(inner, rename))  # type: ignore[arg-type]
-        case ir.BinaryExpr(op=o, lhs=lhs, rhs=rhs):
-            return ir.BinaryExpr(o, _rewrite_operand(lhs, rename), _rewrite_operand(rhs, rename))  # type: ignore[arg-type]
-        case ir.ParenExpr(inner=inner):
-            return ir.ParenExpr(_rewrite_operand(inner, rename))  # type: ignore[arg-type]
-        case ir.CallExpr(func=f, args=args):
-            return ir.CallExpr(f, tuple(_rewrite_operand(a, rename) for a in args))  # type: ignore[misc]
-    return op
-
-
-def _rewrite(inst: ir.Instruction, scope: _Scope) -> ir.Instruction:
-    """A copy with interned register names (fast dict keys) and shadowed
-    registers renamed apart; the copy keeps the original's location."""
-    cache: dict[str, str] = {}
-
-    def rename(name: str) -> str:
-        key = cache.get(name)
-        if key is None:
-            key = cache[name] = _register_key(name, scope)
-        return key
-
-    guard = inst.guard
-    if guard is not None:
-        guard = ir.Guard(ir.Register(rename(guard.predicate.name), guard.predicate.selector), guard.negated)
-    operands = tuple(_rewrite_operand(op, rename) for op in inst.operands)
-    return ir.Instruction(inst.opcode, inst.modifiers, operands, guard, inst.loc)
-
-
-def _decode_call(inst: ir.Instruction) -> _Call:
-    ops = list(inst.operands)
-    returns: tuple[ir.Operand, ...] = ()
-    if ops and isinstance(ops[0], ir.ParenOperand):
-        returns = ops.pop(0).items  # type: ignore[union-attr]
-    if not ops or not isinstance(ops[0], (ir.Symbol, ir.Register)):
-        raise EmulationError("call without a callee", inst.loc)
-    callee = ops.pop(0)
-    args: tuple[ir.Operand, ...] = ()
-    if ops and isinstance(ops[0], ir.ParenOperand):
-        args = ops.pop(0).items  # type: ignore[union-attr]
-    return _Call(returns, callee, args)  # type: ignore[arg-type]
-
-
-def _classify(inst: ir.Instruction, semantics: Semantics) -> int:
-    opcode = inst.opcode
-    if opcode == "bra":
-        return _BRA
-    if opcode == "brx.idx":
-        return _BRX
-    if opcode == "call":
-        return _CALL
-    if opcode == "ret":
-        return _RET
-    if opcode == "exit":
-        return _EXIT
-    if opcode == "trap":
-        return _TRAP
-    if opcode in ("bar", "barrier"):
-        if ".red" in inst.modifiers:
-            return _BAR_RED
-        if ".arrive" in inst.modifiers:
-            return _BAR_ARRIVE
-        return _BAR
-    if opcode == "barrier.cluster":
-        return _BAR if ".wait" in inst.modifiers else _NOP
-    if opcode == "mapa":
-        return _MAPA
-    if opcode == "getctarank":
-        return _CTARANK
-    return _EXEC if semantics.supports(inst) else _UNSUPPORTED
-
-
-def _decode_function(program: Program, fn: ir.Function, semantics: Semantics) -> _FnInfo:
-    cfg = build_cfg(fn)
-    info = _FnInfo(fn, cfg)
-    insts, scopes = _scoped_instructions(fn)
-    if len(insts) != len(cfg.instructions):
-        raise EmulationError(f"internal: instruction count of {fn.name} differs from its CFG", fn.loc)
-
-    # Frame layout: parameters, return parameters, then the body's .param
-    # variables (call sites), all in one per-lane .param buffer.
-    layout: dict[str, tuple[int, int]] = {}
-    top = 0
-    param_vars = [_param_var(p) for p in [*fn.params, *(fn.returns or [])] if p.space == ".param"]
-    decls = _walk_decls(fn.body.body) if fn.body is not None else []
-    for decl in decls:
-        if normalize_space(decl.space) == ".param":
-            param_vars.extend(_var_of(decl, n) for n in decl.names)
-    for var in param_vars:
-        if var.name in layout:  # the same call-site name in several blocks: one slot
-            off, size = layout[var.name]
-            if var.size <= size:
-                continue
-        top = _align(top, max(var.align, 1))
-        layout[var.name] = (top, var.size)
-        top += var.size
-    info.param_layout = layout
-    info.param_size = _align(max(top, 8), 8)
-    for name, (off, _) in layout.items():
-        info.symbols[name] = (".param", off, False)
-
-    local_top = 0
-    for decl in decls:
-        if normalize_space(decl.space) == ".local":
-            for n in decl.names:
-                var = _var_of(decl, n)
-                if var.name in info.symbols:
-                    continue
-                local_top = _align(local_top, var.align)
-                info.symbols[var.name] = (".local", local_top, True)
-                local_top += var.size
-        elif decl.space == ".reg":
-            for n in decl.names:
-                info.reg_types[str(n.name)] = decl.type
-        elif normalize_space(decl.space) in (".shared", ".global", ".const"):
-            for n in decl.names:
-                found = program.module_symbol(str(n.name), fn.name)
-                if found is not None:
-                    info.symbols[str(n.name)] = (found[0], found[1], False)
-    info.local_size = _align(local_top, 16)
-    for p in [*fn.params, *(fn.returns or [])]:
-        if p.space == ".reg":
-            info.reg_types[p.name] = p.type
-
-    blocks = cfg.blocks
-    ncode = len(insts)
-
-    def start_of(block_id: int) -> int:
-        return ncode if block_id == cfg.exit else blocks[block_id].start
-
-    leaving = cfg.exit_branches
-
-    def reconvergence(block_id: int) -> int:
-        r = cfg.reconvergence_point(block_id, ignoring_exit_branches=True)
-        return -1 if r == cfg.exit else blocks[r].start
-
-    for i, (orig, scope) in enumerate(zip(insts, scopes, strict=True)):
-        inst = _rewrite(orig, scope)
-        kind = _classify(inst, semantics)
-        op = _Op(kind, inst)
-        if kind in (_BRA, _BRX):
-            block = blocks[cfg.block_of(i)]
-            op.targets = tuple(start_of(t) for t in block.targets)
-            op.target = op.targets[0] if op.targets else ncode
-            if kind == _BRA and block.id in leaving:
-                op.kind = _BRA_RET
-                op.exits = blocks[block.targets[0]].instructions[0].opcode == "exit"
-            elif inst.guard is not None or kind == _BRX:
-                op.rpc = reconvergence(block.id)
-        elif kind == _CALL:
-            op.call = _decode_call(inst)
-        elif kind == _MAPA:
-            op.width = _bits_of(isa.instruction_type(inst), 64)
-        info.code.append(op)
-    return info
 
 
 # --------------------------------------------------------------------------
@@ -854,7 +213,7 @@ class _Frame:
         "sym_cache",
     )
 
-    def __init__(self, info: _FnInfo, mask: int, local_base: int, call_op: _Op | None) -> None:
+    def __init__(self, info: DecodedFunction, mask: int, local_base: int, call_op: Op | None) -> None:
         self.info = info
         self.code = info.code
         self.regs: dict[str, Bits] = {}
@@ -881,7 +240,7 @@ class _Warp:
         self.rows = np.arange(index * LANES, (index + 1) * LANES, dtype=np.int64)
         self.waiting: object | None = None
         self.done = False
-        self.bar_red: tuple[_Op, int, int] | None = None
+        self.bar_red: tuple[Op, int, int] | None = None
 
 
 @dataclass(slots=True)
@@ -916,7 +275,7 @@ class WarpMachine:
         self.regs: dict[str, Bits] = {}
         self.mask = 0
         self.full = FULL_MASK
-        self.active = _mask_array(0)
+        self.active = mask_array(0)
         self.inst: ir.Instruction | None = None
 
     # ---- binding -------------------------------------------------------------
@@ -932,7 +291,7 @@ class WarpMachine:
 
     def set_mask(self, mask: int) -> None:
         self.mask = mask
-        self.active = _mask_array(mask)
+        self.active = mask_array(mask)
 
     # ---- registers ---------------------------------------------------------------
 
@@ -942,7 +301,7 @@ class WarpMachine:
             value = self._read_other(reg, width)
         if value.width != width:
             if value.width > width:
-                return Bits(value.data & np.uint64(_width_mask(width)), width)
+                return Bits(value.data & np.uint64(width_mask(width)), width)
             return Bits(value.data, width)
         return value
 
@@ -972,7 +331,7 @@ class WarpMachine:
         else:
             old_data = old.data
             if old.width > value.width:
-                old_data = old_data & np.uint64(_width_mask(value.width))
+                old_data = old_data & np.uint64(width_mask(value.width))
         self.regs[key] = Bits(np.where(self.active, value.data, old_data), value.width)
 
     def write_under(self, reg: ir.Register, value: Bits, mask: int) -> None:
@@ -995,7 +354,7 @@ class WarpMachine:
         value = frame.sym_cache.get(key)
         if value is None:
             address = self.launch.resolve_symbol(frame, name, self.inst)
-            value = frame.sym_cache[key] = self.dom.const(address & _width_mask(width), width)
+            value = frame.sym_cache[key] = self.dom.const(address & width_mask(width), width)
         return value
 
     # ---- memory -------------------------------------------------------------------------
@@ -1004,7 +363,7 @@ class WarpMachine:
         """(bool selection or None for all 32 lanes, lane indexes) of an access."""
         if cond is None:
             if self.mask == FULL_MASK:
-                return None, _LANE_INTS
+                return None, LANE_INTS
             sel = self.active
         else:
             sel = self.active & (cond.data != 0)
@@ -1053,7 +412,7 @@ class WarpMachine:
         if lanes.size == 0:
             return Bits(out, nbytes * 8)
         ptx_type = isa.instruction_type(inst) or f".b{nbytes * 8}"
-        fn = _atomic_function(op, ptx_type, nbytes)
+        fn = atomic_function(op, ptx_type, nbytes)
         if fn is None or nbytes not in (2, 4, 8):
             self.unknown(inst, f"atomic {op} on {ptx_type} is not modelled")
             return Bits(out, nbytes * 8)
@@ -1082,7 +441,7 @@ class WarpMachine:
             else:
                 base = np.uint64(_WINDOW_BASE.get(space, 0))
                 r = a + base if to_generic else a - base
-        return Bits(r & np.uint64(_width_mask(value.width)), value.width)
+        return Bits(r & np.uint64(width_mask(value.width)), value.width)
 
     def in_space(self, inst: ir.Instruction, space: str, address: Bits) -> Bits:
         """``isspacep``: whether a generic address lies in the space's window."""
@@ -1095,8 +454,8 @@ class WarpMachine:
     # ---- the other lanes --------------------------------------------------------------
 
     def warp(self, inst: ir.Instruction, operands: list[Bits], cond: Bits | None) -> list[Bits]:
-        part = self.mask if cond is None else self.mask & _to_mask(cond.data)
-        return _warp_op(self, inst, operands, part)
+        part = self.mask if cond is None else self.mask & to_mask(cond.data)
+        return warp_op(inst, operands, part, self.mask, self.unknown)
 
     def barrier(self, inst: ir.Instruction, cond: Bits | None) -> None:
         """CTA barriers are run by the interpreter itself (they suspend the
@@ -1111,279 +470,6 @@ _WINDOW_BASE = {".global": 0, ".shared": SHARED_WINDOW, ".const": CONST_WINDOW, 
 _WINDOW_OF_SPACE = {".global": 1, ".shared": 2, ".local": 3, ".const": 4, ".param": 5}
 _DATA_SPACES = frozenset({".global", ".shared", ".local", ".const", ".param", "generic", ""})
 _CLOCKS = frozenset({"%clock", "%clock_hi", "%clock64", "%globaltimer", "%globaltimer_lo", "%globaltimer_hi"})
-
-
-# --------------------------------------------------------------------------
-# Warp-collective operations
-
-
-def _bits(values: np.ndarray | int, width: int) -> Bits:
-    if isinstance(values, int):
-        return Bits(np.full(LANES, values & _width_mask(width), dtype=np.uint64), width)
-    return Bits(values.astype(np.uint64), width)
-
-
-def _warp_op(m: WarpMachine, inst: ir.Instruction, ops: list[Bits], part: int) -> list[Bits]:
-    opcode = inst.opcode
-    mods = inst.modifiers
-    if opcode == "shfl":
-        return shuffle(mods, ops)
-    if opcode == "activemask":
-        return [_bits(m.mask, 32)]
-    # vote/match/redux take (value, membermask); the lanes that take part are
-    # the active ones whose guard holds and that the member mask names.
-    member = part & _uniform(ops[1], part) if len(ops) > 1 else part
-    if opcode == "vote":
-        pred = _to_mask(ops[0].data) & member
-        if ".ballot" in mods:
-            return [_bits(pred, 32)]
-        if ".all" in mods:
-            return [_bits(int(pred == member), 1)]
-        if ".any" in mods:
-            return [_bits(int(pred != 0), 1)]
-        return [_bits(int(pred in (0, member)), 1)]  # .uni
-    lanes = [i for i in range(LANES) if member >> i & 1]
-    if opcode == "match":
-        values = ops[0].data
-        if ".all" in mods:
-            same = len({int(values[i]) for i in lanes}) <= 1
-            return [_bits(member if same else 0, 32), _bits(int(same), 1)]
-        groups: dict[int, int] = {}
-        for i in lanes:
-            v = int(values[i])
-            groups[v] = groups.get(v, 0) | (1 << i)
-        out = np.zeros(LANES, dtype=np.uint64)
-        for i in lanes:
-            out[i] = groups[int(values[i])]
-        return [Bits(out, 32), _bits(0, 1)]
-    if opcode == "redux":
-        if isa.instruction_type(inst) not in (".u32", ".s32", ".b32"):
-            m.unknown(inst, "floating-point redux is not modelled")
-            return [_bits(0, ops[0].width)]
-        width = ops[0].width
-        raw = [int(ops[0].data[i]) for i in lanes]
-        signed = ".s32" in mods
-        vals = [v - (1 << width) if signed and v >> (width - 1) else v for v in raw] if raw else [0]
-        if ".add" in mods:
-            r = sum(vals)
-        elif ".min" in mods:
-            r = min(vals)
-        elif ".max" in mods:
-            r = max(vals)
-        elif ".and" in mods:
-            r = reduce(lambda a, b: a & b, vals, _width_mask(width))
-        elif ".or" in mods:
-            r = reduce(lambda a, b: a | b, vals, 0)
-        else:
-            r = reduce(lambda a, b: a ^ b, vals, 0)
-        return [_bits(r, width)]
-    if opcode == "elect":
-        member = part & _uniform(ops[0], part) if ops else part
-        leader = (member & -member).bit_length() - 1
-        elected = (leader == _LANE_INTS) if member else np.zeros(LANES, dtype=bool)
-        return [_bits(max(leader, 0), 32), Bits(elected.astype(np.uint64), 1)]
-    m.unknown(inst, "warp operation not modelled")
-    return [_bits(0, 32), _bits(0, 1)]
-
-
-def _uniform(value: Bits, part: int) -> int:
-    """A warp-uniform operand (a member mask): its value in the first participating lane."""
-    lane = (part & -part).bit_length() - 1
-    return int(value.data[max(lane, 0)])
-
-
-def shuffle(mods: tuple[str, ...], ops: list[Bits]) -> list[Bits]:
-    """``shfl.sync`` over converged warps: ``[value, in-range predicate]``.
-
-    ``ops`` are the ``a, b, c`` operands for every lane; lanes ``32k..32k+31``
-    form warp k (one warp in the interpreter; many in the GPU oracle).
-    """
-    a, b, c = ops[0], ops[1], ops[2]
-    index = np.arange(a.data.size, dtype=np.int64)
-    lane = index & 31
-    bval = (b.data & np.uint64(31)).astype(np.int64)
-    cval = (c.data & np.uint64(31)).astype(np.int64)
-    seg = ((c.data >> np.uint64(8)) & np.uint64(31)).astype(np.int64)
-    max_lane = (lane & seg) | (cval & ~seg)
-    min_lane = lane & seg
-    if ".up" in mods:
-        j = lane - bval
-        ok = j >= max_lane
-    elif ".down" in mods:
-        j = lane + bval
-        ok = j <= max_lane
-    elif ".bfly" in mods:
-        j = lane ^ bval
-        ok = j <= max_lane
-    else:
-        j = min_lane | (bval & ~seg)
-        ok = j <= max_lane
-    src = (index - lane) + (np.where(ok, j, lane) & 31)
-    return [Bits(a.data[src], a.width), Bits(ok.astype(np.uint64), 1)]
-
-
-# --------------------------------------------------------------------------
-# Atomic operations (lane by lane on Python ints)
-
-
-def _f32(bits: int) -> float:
-    return struct.unpack("<f", struct.pack("<I", bits & 0xFFFFFFFF))[0]
-
-
-def _f32_bits(value: float) -> int:
-    with np.errstate(all="ignore"):
-        return int(np.float32(value).view(np.uint32))
-
-
-def _ftz32(bits: int) -> int:
-    return bits & 0x80000000 if (bits & 0x7F800000) == 0 else bits
-
-
-def _f64(bits: int) -> float:
-    return struct.unpack("<d", struct.pack("<Q", bits))[0]
-
-
-def _f64_bits(value: float) -> int:
-    return struct.unpack("<Q", struct.pack("<d", value))[0]
-
-
-def _add_f32(a: int, b: int) -> int:
-    with np.errstate(all="ignore"):
-        s = np.float32(_f32(_ftz32(a))) + np.float32(_f32(_ftz32(b)))
-    return _ftz32(int(np.float32(s).view(np.uint32)))
-
-
-def _add_f16(a: int, b: int) -> int:
-    with np.errstate(all="ignore"):
-        x = np.array([a & 0xFFFF], dtype=np.uint16).view(np.float16)[0]
-        y = np.array([b & 0xFFFF], dtype=np.uint16).view(np.float16)[0]
-        return int(np.array([x + y], dtype=np.float16).view(np.uint16)[0])
-
-
-def _add_bf16(a: int, b: int) -> int:
-    s = _f32((a & 0xFFFF) << 16) + _f32((b & 0xFFFF) << 16)
-    return _f32_to_bf16(_f32_bits(s))
-
-
-def _lanes2(fn: Callable[[int, int], int]) -> Callable[[int, int], int]:
-    return lambda a, b: fn(a & 0xFFFF, b & 0xFFFF) | fn(a >> 16, b >> 16) << 16
-
-
-def _atomic_function(op: str, ptx_type: str, nbytes: int) -> Callable[[int, int, int], int] | None:
-    """``new = f(old, b, c)`` for an atom operation on raw bits, or None."""
-    bits = nbytes * 8
-    mask = _width_mask(bits)
-    sign = 1 << (bits - 1)
-
-    def signed(v: int) -> int:
-        return v - (1 << bits) if v & sign else v
-
-    is_float = ptx_type.startswith((".f", ".bf"))
-    if op == "add":
-        if ptx_type == ".f32":
-            return lambda o, b, c: _add_f32(o, b)
-        if ptx_type == ".f64":
-            return lambda o, b, c: _f64_bits(_f64(o) + _f64(b))
-        if ptx_type == ".f16":
-            return lambda o, b, c: _add_f16(o, b)
-        if ptx_type == ".f16x2":
-            f = _lanes2(_add_f16)
-            return lambda o, b, c: f(o, b)
-        if ptx_type == ".bf16":
-            return lambda o, b, c: _add_bf16(o, b)
-        if ptx_type == ".bf16x2":
-            g = _lanes2(_add_bf16)
-            return lambda o, b, c: g(o, b)
-        if is_float:
-            return None
-        return lambda o, b, c: (o + b) & mask
-    if is_float and op not in ("exch", "cas"):
-        return None
-    if op == "inc":
-        return lambda o, b, c: 0 if o >= b else (o + 1) & mask
-    if op == "dec":
-        return lambda o, b, c: b if o == 0 or o > b else o - 1
-    if op in ("min", "max"):
-        pick = min if op == "min" else max
-        if ptx_type.startswith(".s"):
-            return lambda o, b, c: pick(signed(o), signed(b)) & mask
-        return lambda o, b, c: pick(o, b)
-    if op == "and":
-        return lambda o, b, c: o & b
-    if op == "or":
-        return lambda o, b, c: o | b
-    if op == "xor":
-        return lambda o, b, c: o ^ b
-    if op == "exch":
-        return lambda o, b, c: b
-    if op == "cas":
-        return lambda o, b, c: c if o == b else o
-    return None
-
-
-# --------------------------------------------------------------------------
-# printf
-
-
-_FORMAT_RE = re.compile(
-    r"%(?P<flags>[-+ #0]*)(?P<width>\*|\d+)?(?:\.(?P<prec>\*|\d*))?"
-    r"(?P<len>hh|h|ll|l|j|z|t|L)?(?P<conv>[diouxXeEfFgGaAcspn%])"
-)
-
-
-def _format_printf(fmt: str, args: bytes, read_string: Callable[[int], str]) -> str:
-    """Format like the device ``printf``: every argument is aligned to its
-    size in the argument buffer; floats arrive as doubles, integers as 4 bytes
-    (8 with an ``l``/``ll``/``z``/``j``/``t`` length), pointers as 8."""
-    pos = 0
-    out: list[str] = []
-    last = 0
-
-    def take(size: int) -> int:
-        nonlocal pos
-        pos = _align(pos, size)
-        raw = args[pos : pos + size]
-        pos += size
-        return int.from_bytes(raw.ljust(size, b"\0"), "little")
-
-    for match in _FORMAT_RE.finditer(fmt):
-        out.append(fmt[last : match.start()])
-        last = match.end()
-        conv = match["conv"]
-        if conv == "%":
-            out.append("%")
-            continue
-        width = match["width"] or ""
-        if width == "*":
-            width = str(_signed(take(4), 32))
-        prec = match["prec"]
-        if prec == "*":
-            prec = str(_signed(take(4), 32))
-        spec = "%" + match["flags"] + width + ("" if prec is None else "." + prec)
-        wide = match["len"] in ("l", "ll", "j", "z", "t")
-        if conv in "di":
-            out.append((spec + "d") % _signed(take(8 if wide else 4), 64 if wide else 32))
-        elif conv in "ouxX":
-            out.append((spec + conv.replace("u", "d")) % take(8 if wide else 4))
-        elif conv == "c":
-            out.append((spec + "c") % chr(take(4) & 0xFF))
-        elif conv in "eEfFgG":
-            out.append((spec + conv) % _f64(take(8)))
-        elif conv in "aA":
-            text = _f64(take(8)).hex()
-            out.append(text.upper() if conv == "A" else text)
-        elif conv == "s":
-            out.append((spec + "s") % read_string(take(8)))
-        elif conv == "p":
-            out.append(f"{take(8):#x}")
-        else:  # %n writes nothing here
-            take(8)
-    out.append(fmt[last:])
-    return "".join(out)
-
-
-def _signed(value: int, bits: int) -> int:
-    return value - (1 << bits) if value >> (bits - 1) & 1 else value
 
 
 # --------------------------------------------------------------------------
@@ -1427,7 +513,7 @@ class _Launch:
 
     def _globals_ready(self) -> None:
         for key, var in self.program.global_order:
-            address = self.gmem.allocate(max(var.size, 1), _global_name(key), var.align)
+            address = self.gmem.allocate(max(var.size, 1), global_name(key), var.align)
             assert address == self.program.global_address[key]
             if var.init is not None:
                 self.gmem.write(address, self.program.initial_bytes(var))
@@ -1451,10 +537,10 @@ class _Launch:
         if name in ("%globaltimer", "%globaltimer_lo", "%globaltimer_hi"):
             ticks = self.steps * 1000
         if name.endswith("_hi"):
-            return _bits(ticks >> 32, 32)
+            return lane_bits(ticks >> 32, 32)
         if name in ("%clock64", "%globaltimer"):
-            return _bits(ticks & _U64_MAX, 64)
-        return _bits(ticks, 32)
+            return lane_bits(ticks & _U64_MAX, 64)
+        return lane_bits(ticks, 32)
 
     # ---- symbols -------------------------------------------------------------------
 
@@ -1592,7 +678,7 @@ class _Launch:
                     views[pos] = view
                     idxs[pos] = k
         olds = np.zeros(addrs.size, dtype=np.uint64)
-        mask = _width_mask(nbytes * 8)
+        mask = width_mask(nbytes * 8)
         for i in range(addrs.size):
             view = views[i]
             k = int(idxs[i])
@@ -1642,14 +728,14 @@ class _Launch:
         guard = inst.guard
         if guard is None:
             return mask
-        bits = _to_mask(self.machine.read(guard.predicate, 1).data)
+        bits = to_mask(self.machine.read(guard.predicate, 1).data)
         if guard.negated:
             bits = ~bits & FULL_MASK
         return bits & mask
 
     # ---- the grid --------------------------------------------------------------------
 
-    def run(self, kernel: _FnInfo, params: bytes) -> None:
+    def run(self, kernel: DecodedFunction, params: bytes) -> None:
         gx, gy, gz = self.grid
         for cz, cy, cx in product(range(gz), range(gy), range(gx)):
             self._run_cta((cx, cy, cz), kernel, params)
@@ -1658,13 +744,13 @@ class _Launch:
         """Special registers with the same value in every warp of the launch."""
         sp: dict[tuple[str, str | None], Bits] = {}
         for sel, value in zip("xyz", self.block, strict=True):
-            sp[("%ntid", sel)] = _bits(value, 32)
+            sp[("%ntid", sel)] = lane_bits(value, 32)
         for sel, value in zip("xyz", self.grid, strict=True):
-            sp[("%nctaid", sel)] = _bits(value, 32)
-            sp[("%nclusterid", sel)] = _bits(value, 32)
-            sp[("%cluster_ctaid", sel)] = _bits(0, 32)
-            sp[("%cluster_nctaid", sel)] = _bits(1, 32)
-        lane = _LANE_IDS
+            sp[("%nctaid", sel)] = lane_bits(value, 32)
+            sp[("%nclusterid", sel)] = lane_bits(value, 32)
+            sp[("%cluster_ctaid", sel)] = lane_bits(0, 32)
+            sp[("%cluster_nctaid", sel)] = lane_bits(1, 32)
+        lane = LANE_IDS
         one = np.uint64(1)
         u32 = np.uint64(0xFFFFFFFF)
         eq = one << lane
@@ -1674,18 +760,18 @@ class _Launch:
         sp[("%lanemask_le", None)] = Bits((eq << one) - one, 32)
         sp[("%lanemask_gt", None)] = Bits(~((eq << one) - one) & u32, 32)
         sp[("%lanemask_ge", None)] = Bits(~(eq - one) & u32, 32)
-        sp[("%nwarpid", None)] = _bits(64, 32)
-        sp[("%smid", None)] = _bits(0, 32)
-        sp[("%nsmid", None)] = _bits(1, 32)
-        sp[("%gridid", None)] = _bits(1, 64)
-        sp[("%dynamic_smem_size", None)] = _bits(self.shared_bytes, 32)
-        sp[("%total_smem_size", None)] = _bits(self.shared_size, 32)
-        sp[("%aggr_smem_size", None)] = _bits(self.shared_size, 32)
-        sp[("%cluster_ctarank", None)] = _bits(0, 32)
-        sp[("%cluster_nctarank", None)] = _bits(1, 32)
-        sp[("%is_explicit_cluster", None)] = _bits(0, 1)
+        sp[("%nwarpid", None)] = lane_bits(64, 32)
+        sp[("%smid", None)] = lane_bits(0, 32)
+        sp[("%nsmid", None)] = lane_bits(1, 32)
+        sp[("%gridid", None)] = lane_bits(1, 64)
+        sp[("%dynamic_smem_size", None)] = lane_bits(self.shared_bytes, 32)
+        sp[("%total_smem_size", None)] = lane_bits(self.shared_size, 32)
+        sp[("%aggr_smem_size", None)] = lane_bits(self.shared_size, 32)
+        sp[("%cluster_ctarank", None)] = lane_bits(0, 32)
+        sp[("%cluster_nctarank", None)] = lane_bits(1, 32)
+        sp[("%is_explicit_cluster", None)] = lane_bits(0, 1)
         for i in range(32):
-            sp[(f"%envreg{i}", None)] = _bits(0, 32)
+            sp[(f"%envreg{i}", None)] = lane_bits(0, 32)
         return sp
 
     def _new_warp(self, index: int, cta_specials: dict[tuple[str, str | None], Bits]) -> _Warp:
@@ -1698,10 +784,10 @@ class _Launch:
         sp[("%tid", "x")] = Bits(t % np.uint64(bx) & u32, 32)
         sp[("%tid", "y")] = Bits((t // np.uint64(bx)) % np.uint64(by) & u32, 32)
         sp[("%tid", "z")] = Bits(t // np.uint64(bx * by) & u32, 32)
-        sp[("%warpid", None)] = _bits(index, 32)
+        sp[("%warpid", None)] = lane_bits(index, 32)
         return w
 
-    def _run_cta(self, ctaid: tuple[int, int, int], kernel: _FnInfo, params: bytes) -> None:
+    def _run_cta(self, ctaid: tuple[int, int, int], kernel: DecodedFunction, params: bytes) -> None:
         local_size = self.program.module_local_size + kernel.local_size
         cta = _Cta(
             ctaid,
@@ -1713,8 +799,8 @@ class _Launch:
         raw = np.frombuffer(params, dtype=np.uint8)
         specials = dict(self.specials)
         for sel, value in zip("xyz", ctaid, strict=True):
-            specials[("%ctaid", sel)] = _bits(value, 32)
-            specials[("%clusterid", sel)] = _bits(value, 32)
+            specials[("%ctaid", sel)] = lane_bits(value, 32)
+            specials[("%clusterid", sel)] = lane_bits(value, 32)
         for index in range(self.nwarps):
             w = self._new_warp(index, specials)
             frame = _Frame(kernel, w.full, self.program.module_local_size, None)
@@ -1771,9 +857,9 @@ class _Launch:
             inst = op.inst
             dest = inst.operands[0]
             if ".popc" in inst.modifiers:
-                value = _bits(count, 32)
+                value = lane_bits(count, 32)
             else:
-                value = _bits(int(every if ".and" in inst.modifiers else some), 1)
+                value = lane_bits(int(every if ".and" in inst.modifiers else some), 1)
             m.bind(w)
             m.set_mask(mask)
             if isinstance(dest, ir.Register):
@@ -1827,10 +913,10 @@ class _Launch:
             m.inst = op.inst
             steps += 1
             kind = op.kind
-            if kind == _EXEC:
+            if kind == EXEC:
                 execute(op.inst)
                 top.pc = pc + 1
-            elif kind == _BRA:
+            elif kind == BRA:
                 if op.inst.guard is None:
                     top.pc = op.target
                 else:
@@ -1869,39 +955,39 @@ class _Launch:
             for entry in frame.stack:
                 entry.mask &= ~mask
 
-    def _control(self, w: _Warp, frame: _Frame, top: _Entry, op: _Op, pc: int, mask: int) -> bool:
+    def _control(self, w: _Warp, frame: _Frame, top: _Entry, op: Op, pc: int, mask: int) -> bool:
         """Everything but plain instructions and ``bra``; True when the warp
         must stop running (it waits at a barrier)."""
         kind = op.kind
         inst = op.inst
-        if kind in (_RET, _EXIT):
+        if kind in (RET, EXIT):
             lanes = self.guard_mask(inst, mask)
             top.pc = pc + 1
-            self._retire(w, lanes, exit_=kind == _EXIT or len(w.frames) == 1)
+            self._retire(w, lanes, exit_=kind == EXIT or len(w.frames) == 1)
             return False
-        if kind == _BRA_RET:  # a branch to a ret/exit: its lanes leave here
+        if kind == BRA_RET:  # a branch to a ret/exit: its lanes leave here
             lanes = self.guard_mask(inst, mask)
             top.pc = pc + 1
             self._retire(w, lanes, exit_=op.exits or len(w.frames) == 1)
             return False
-        if kind == _NOP:
+        if kind == NOP:
             top.pc = pc + 1
             return False
-        if kind == _CALL:
+        if kind == CALL:
             self._call(w, frame, top, op, pc, mask)
             return False
-        if kind == _BRX:
+        if kind == BRX:
             self._brx(frame.stack, top, op, pc, mask)
             return False
-        if kind in (_MAPA, _CTARANK):
+        if kind in (MAPA, CTARANK):
             self._cluster_op(op, mask)
             top.pc = pc + 1
             return False
-        if kind == _UNSUPPORTED:
+        if kind == UNSUPPORTED:
             self._unsupported(frame, op, mask)
             top.pc = pc + 1
             return False
-        if kind == _TRAP:
+        if kind == TRAP:
             if self.guard_mask(inst, mask):
                 raise EmulationError(f"trap executed (CTA {self.cta.ctaid if self.cta else ''})", inst.loc)
             top.pc = pc + 1
@@ -1913,10 +999,10 @@ class _Launch:
         assert self.cta is not None
         cta = self.cta
         ops = inst.operands
-        if kind == _BAR_RED:
+        if kind == BAR_RED:
             bid: object = self._scalar(ops[1], mask)
             count = self._scalar(ops[2], mask) if len(ops) > 3 else 0
-            pred = _to_mask(self.value(ops[-1], 1).data) & mask
+            pred = to_mask(self.value(ops[-1], 1).data) & mask
             w.bar_red = (op, mask, pred)
         elif inst.opcode == "barrier.cluster":
             bid, count = "cluster", 0
@@ -1925,7 +1011,7 @@ class _Launch:
             count = self._scalar(ops[1], mask) if len(ops) > 1 else 0
         if count:
             cta.expected[bid] = -(-count // LANES)
-        if kind == _BAR_ARRIVE:
+        if kind == BAR_ARRIVE:
             cta.arrived[bid] = cta.arrived.get(bid, 0) + 1
             return False
         w.waiting = bid
@@ -1938,7 +1024,7 @@ class _Launch:
         lane = (mask & -mask).bit_length() - 1
         return int(data[max(lane, 0)])
 
-    def _brx(self, stack: list[_Entry], top: _Entry, op: _Op, pc: int, mask: int) -> None:
+    def _brx(self, stack: list[_Entry], top: _Entry, op: Op, pc: int, mask: int) -> None:
         """``brx.idx``: one path per distinct target (plus the fall-through of
         lanes whose guard is false), all meeting at the block's post-dominator."""
         inst = op.inst
@@ -1964,7 +1050,7 @@ class _Launch:
             return
         self._diverge(stack, top, sorted(groups.items(), reverse=True), op.rpc)
 
-    def _cluster_op(self, op: _Op, mask: int) -> None:
+    def _cluster_op(self, op: Op, mask: int) -> None:
         """``mapa``/``getctarank`` in a cluster of one CTA: every shared::cluster
         address is this CTA's own, of rank 0."""
         inst = op.inst
@@ -1972,10 +1058,10 @@ class _Launch:
         dest = inst.operands[0]
         if lanes == 0 or not isinstance(dest, ir.Register):
             return
-        result = _bits(0, 32) if op.kind == _CTARANK else self.value(inst.operands[1], op.width)
+        result = lane_bits(0, 32) if op.kind == CTARANK else self.value(inst.operands[1], op.width)
         self.machine.write_under(dest, result, lanes)
 
-    def _unsupported(self, frame: _Frame, op: _Op, mask: int) -> None:
+    def _unsupported(self, frame: _Frame, op: Op, mask: int) -> None:
         inst = op.inst
         self.warn(inst, "not supported by the semantics")
         lanes = self.guard_mask(inst, mask)
@@ -1983,12 +1069,12 @@ class _Launch:
             return
         for reg, ptx_type in isa.typed_defs(inst):
             t = ptx_type or frame.info.reg_types.get(reg.name)
-            width = 1 if t == ".pred" else _bits_of(t)
-            self.machine.write_under(reg, _bits(0, width), lanes)
+            width = 1 if t == ".pred" else bits_of(t)
+            self.machine.write_under(reg, lane_bits(0, width), lanes)
 
     # ---- calls -------------------------------------------------------------------------
 
-    def _call(self, w: _Warp, frame: _Frame, top: _Entry, op: _Op, pc: int, mask: int) -> None:
+    def _call(self, w: _Warp, frame: _Frame, top: _Entry, op: Op, pc: int, mask: int) -> None:
         inst = op.inst
         call = op.call
         assert call is not None
@@ -2028,7 +1114,7 @@ class _Launch:
         if len(w.frames) >= MAX_CALL_DEPTH:
             raise EmulationError(f"call depth exceeds {MAX_CALL_DEPTH} (runaway recursion?)", inst.loc)
         info = self.program.decoded(name, self.sem)
-        callee = _Frame(info, mask, _align(frame.local_top, 16), op)
+        callee = _Frame(info, mask, round_up(frame.local_top, 16), op)
         assert self.cta is not None
         if callee.local_top > LOCAL_STRIDE or callee.local_top * self.cta.local.rows > MAX_LOCAL_BYTES:
             raise EmulationError(
@@ -2040,7 +1126,7 @@ class _Launch:
         self.machine.bind_frame(callee)
 
     def _pass_arguments(
-        self, caller: _Frame, callee: _Frame, call: _Call, fn: ir.Function, inst: ir.Instruction
+        self, caller: _Frame, callee: _Frame, call: Call, fn: ir.Function, inst: ir.Instruction
     ) -> None:
         if len(call.args) != len(fn.params):
             raise EmulationError(
@@ -2054,22 +1140,22 @@ class _Launch:
                     n = min(size, src_size)
                     callee.param.data[:, dst : dst + n] = caller.param.data[:, src : src + n]
                 else:
-                    bits = _bits_of(spec.type, 32)
+                    bits = bits_of(spec.type, 32)
                     value = self.value(arg, bits)
                     raw = value.data.astype("<u8").view(np.uint8).reshape(LANES, 8)
                     n = min(size, 8)
                     callee.param.data[:, dst : dst + n] = raw[:, :n]
             else:
-                width = 1 if spec.type == ".pred" else _bits_of(spec.type)
+                width = 1 if spec.type == ".pred" else bits_of(spec.type)
                 if isinstance(arg, ir.Symbol) and arg.name in caller.info.param_layout:
                     src, src_size = caller.info.param_layout[arg.name]
                     n = min(width // 8 or 1, src_size, 8)
                     raw = np.zeros((LANES, 8), dtype=np.uint8)
                     raw[:, :n] = caller.param.data[:, src : src + n]
-                    value = Bits(raw.view("<u8").reshape(LANES) & np.uint64(_width_mask(width)), width)
+                    value = Bits(raw.view("<u8").reshape(LANES) & np.uint64(width_mask(width)), width)
                 else:
                     value = self.value(arg, width)
-                callee.regs[_intern(spec.name)] = value
+                callee.regs[intern(spec.name)] = value
 
     def _return(self, w: _Warp) -> None:
         """The callee's lanes all returned (or exited): pop its frame."""
@@ -2083,7 +1169,7 @@ class _Launch:
             caller.stack[-1].pc += 1
         if not lanes:
             return
-        sel = np.flatnonzero(_mask_array(lanes))
+        sel = np.flatnonzero(mask_array(lanes))
         fn = callee.info.fn
         for ret, spec in zip(op.call.returns, fn.returns or [], strict=False):
             if spec.space == ".param":
@@ -2096,17 +1182,17 @@ class _Launch:
                     raw = np.zeros((LANES, 8), dtype=np.uint8)
                     n = min(size, 8)
                     raw[:, :n] = callee.param.data[:, src : src + n]
-                    width = _bits_of(spec.type)
-                    value = Bits(raw.view("<u8").reshape(LANES) & np.uint64(_width_mask(width)), width)
+                    width = bits_of(spec.type)
+                    value = Bits(raw.view("<u8").reshape(LANES) & np.uint64(width_mask(width)), width)
                     self.machine.write_under(ret, value, lanes)
             elif isinstance(ret, ir.Register):
-                width = 1 if spec.type == ".pred" else _bits_of(spec.type)
-                value = callee.regs.get(_intern(spec.name)) or _bits(0, width)
+                width = 1 if spec.type == ".pred" else bits_of(spec.type)
+                value = callee.regs.get(intern(spec.name)) or lane_bits(0, width)
                 self.machine.write_under(ret, value, lanes)
 
     # ---- functions the module declares but does not define ------------------------------
 
-    def _builtin(self, w: _Warp, frame: _Frame, op: _Op, name: str, mask: int) -> None:
+    def _builtin(self, w: _Warp, frame: _Frame, op: Op, name: str, mask: int) -> None:
         call = op.call
         assert call is not None
         inst = op.inst
@@ -2127,12 +1213,12 @@ class _Launch:
             for lane in lanes:
                 fmt = self.read_string(lane, arg(0, lane))
                 args_ptr = arg(1, lane)
-                nbytes = _printf_arg_bytes(fmt)
+                nbytes = printf_arg_bytes(fmt)
                 raw = self.read_bytes(lane, args_ptr, nbytes) if args_ptr and nbytes else b""
-                text = _format_printf(fmt, raw, lambda p, lane=lane: self.read_string(lane, p))
+                text = format_printf(fmt, raw, lambda p, lane=lane: self.read_string(lane, p))
                 tid = self._tid(w, lane)
                 self.printf.append(PrintfRecord(fmt, raw, text, cta.ctaid, tid))
-                results[lane] = len(_FORMAT_RE.findall(fmt))
+                results[lane] = len(FORMAT_RE.findall(fmt))
         elif name == "__assertfail":
             lane = lanes[0]
             message = self.read_string(lane, arg(0, lane))
@@ -2172,22 +1258,6 @@ class _Launch:
         t = w.index * LANES + lane
         bx, by, _ = self.block
         return (t % bx, (t // bx) % by, t // (bx * by))
-
-
-def _printf_arg_bytes(fmt: str) -> int:
-    """Size of the argument buffer a format needs (each argument aligned)."""
-    pos = 0
-    for match in _FORMAT_RE.finditer(fmt):
-        conv = match["conv"]
-        if conv == "%":
-            continue
-        for star in (match["width"], match["prec"]):
-            if star == "*":
-                pos = _align(pos, 4) + 4
-        wide = match["len"] in ("l", "ll", "j", "z", "t")
-        size = 4 if conv in "diouxXc" and not wide else 8
-        pos = _align(pos, size) + size
-    return pos
 
 
 # --------------------------------------------------------------------------
@@ -2276,7 +1346,7 @@ def _encode_params(
             value = arg.item() if isinstance(arg, np.generic) else arg
             if isinstance(value, float) and not spec.type.startswith((".f", ".bf")):
                 raise PtxError(f"parameter {i} ({spec.name}) is {spec.type}; got the float {value}")
-            encoded = _encode_scalar(value, spec.type)[:psize].ljust(psize, b"\0")
+            encoded = encode_scalar(value, spec.type)[:psize].ljust(psize, b"\0")
         else:
             raise PtxError(f"parameter {i} ({spec.name}): unsupported argument type {type(arg).__name__}")
         raw[off : off + len(encoded)] = encoded
@@ -2329,7 +1399,7 @@ def launch(
             arr[...] = result
     glob: dict[str, np.ndarray] = {}
     for key, var in program.global_order:
-        glob[_global_name(key)] = state.gmem.read(program.global_address[key], var.size)
+        glob[global_name(key)] = state.gmem.read(program.global_address[key], var.size)
     records = state.printf
     lines = [r.text[:-1] if r.text.endswith("\n") else r.text for r in records]
     return LaunchResult(
