@@ -112,20 +112,22 @@ from ptxasw.emulator.lanes import (
     lane_bits,
     mask_array,
     to_mask,
+    uniform,
     width_mask,
 )
 from ptxasw.emulator.memory import (
-    CONST_WINDOW,
+    GENERIC_BASE,
     LOCAL_STRIDE,
     LOCAL_WINDOW,
-    PARAM_WINDOW,
-    SHARED_WINDOW,
+    SPACE_WINDOW,
     WINDOW_SHIFT,
     FlatMemory,
     GlobalMemory,
     LaneMemory,
     dtype_for,
+    fault,
     normalize_space,
+    window_of,
 )
 from ptxasw.emulator.printf import FORMAT_RE, PrintfRecord, format_printf, printf_arg_bytes
 from ptxasw.emulator.program import Program, global_name
@@ -439,13 +441,13 @@ class WarpMachine:
                 else:
                     r = (a - np.uint64(LOCAL_WINDOW)) % np.uint64(LOCAL_STRIDE)
             else:
-                base = np.uint64(_WINDOW_BASE.get(space, 0))
+                base = np.uint64(GENERIC_BASE.get(space, 0))
                 r = a + base if to_generic else a - base
         return Bits(r & np.uint64(width_mask(value.width)), value.width)
 
     def in_space(self, inst: ir.Instruction, space: str, address: Bits) -> Bits:
         """``isspacep``: whether a generic address lies in the space's window."""
-        window = _WINDOW_OF_SPACE.get(normalize_space(space), -1)
+        window = SPACE_WINDOW.get(normalize_space(space), -1)
         hit = (address.data >> np.uint64(WINDOW_SHIFT)) == np.uint64(max(window, 0))
         if window < 0:
             hit = np.zeros(LANES, dtype=bool)
@@ -466,8 +468,6 @@ class WarpMachine:
         self.launch.warn(inst, reason)
 
 
-_WINDOW_BASE = {".global": 0, ".shared": SHARED_WINDOW, ".const": CONST_WINDOW, ".param": PARAM_WINDOW}
-_WINDOW_OF_SPACE = {".global": 1, ".shared": 2, ".local": 3, ".const": 4, ".param": 5}
 _DATA_SPACES = frozenset({".global", ".shared", ".local", ".const", ".param", "generic", ""})
 _CLOCKS = frozenset({"%clock", "%clock_hi", "%clock64", "%globaltimer", "%globaltimer_lo", "%globaltimer_hi"})
 
@@ -526,10 +526,7 @@ class _Launch:
             self.warnings.append(f"{inst.loc}: {inst.mnemonic}: {reason}; its results are zero")
 
     def error(self, message: str) -> EmulationError:
-        inst = self.machine.inst
-        if inst is None:
-            return EmulationError(message)
-        return EmulationError(f"{inst.mnemonic}: {message}", inst.loc)
+        return fault(self.machine.inst, message)
 
     def clock(self, name: str) -> Bits:
         """Clocks read the warp-instruction count (monotonic, deterministic)."""
@@ -563,7 +560,7 @@ class _Launch:
         generic access to several spaces gives one entry per space."""
         space = normalize_space(space)
         if space == "generic" or space == "":
-            windows = (addrs >> np.uint64(WINDOW_SHIFT)).astype(np.int64)
+            windows = window_of(addrs)
             first = int(windows[0])
             if (windows == first).all():
                 return [(None, *self._locate_window(inst, first, addrs, lanes, nbytes))]
@@ -589,11 +586,7 @@ class _Launch:
             offs = rel % np.uint64(LOCAL_STRIDE)
             if (rows >= self.cta.local.rows).any():
                 bad = int(addrs[int(np.argmax(rows >= self.cta.local.rows))])
-                raise EmulationError(
-                    f"{inst.mnemonic}: generic address {bad:#x} is in the local window of no thread "
-                    "of this CTA",
-                    inst.loc,
-                )
+                raise fault(inst, f"generic address {bad:#x} is in the local window of no thread of this CTA")
             return self.cta.local.locate(rows, offs, nbytes, inst, addrs)
         if window == 4:
             return self._locate_space(inst, ".const", addrs - np.uint64(base), lanes, nbytes, base)
@@ -601,10 +594,7 @@ class _Launch:
             return self._locate_space(inst, ".param", addrs - np.uint64(base), lanes, nbytes, base)
         bad = int(addrs[0])
         what = "a null pointer" if bad < 4096 else "not in any state space"
-        raise EmulationError(
-            f"{inst.mnemonic}: generic address {bad:#x} is {what} (dangling or uninitialised pointer?)",
-            inst.loc,
-        )
+        raise fault(inst, f"generic address {bad:#x} is {what} (dangling or uninitialised pointer?)")
 
     def _locate_space(
         self, inst: ir.Instruction, space: str, addrs: np.ndarray, lanes: np.ndarray, nbytes: int, window: int
@@ -625,7 +615,7 @@ class _Launch:
             frame = self.machine.frame
             assert frame is not None
             return frame.param.locate(lanes, addrs, nbytes, inst, addrs + np.uint64(window))
-        raise EmulationError(f"{inst.mnemonic}: accesses to {space} memory are not modelled", inst.loc)
+        raise fault(inst, f"accesses to {space} memory are not modelled")
 
     def gather(
         self, inst: ir.Instruction, space: str, addrs: np.ndarray, lanes: np.ndarray, nbytes: int
@@ -649,9 +639,11 @@ class _Launch:
         nbytes: int,
     ) -> None:
         space = normalize_space(space)
-        windows = (addrs >> np.uint64(WINDOW_SHIFT)) if space == "generic" else None
-        if space == ".const" or (windows is not None and (windows == np.uint64(4)).any()):
-            raise EmulationError(f"{inst.mnemonic}: store to constant memory", inst.loc)
+        to_const = space == ".const" or (
+            space == "generic" and bool((window_of(addrs) == SPACE_WINDOW[".const"]).any())
+        )
+        if to_const:
+            raise fault(inst, "store to constant memory")
         dtype = dtype_for(nbytes)
         for sel, view, idx in self._locate(inst, space, addrs, lanes, nbytes):
             view[idx] = (values if sel is None else values[sel]).astype(dtype)
@@ -871,10 +863,10 @@ class _Launch:
             w = waiting[0]
             inst = w.frames[-1].code[w.frames[-1].stack[-1].pc - 1].inst
             expected = cta.expected.get(bid) or sum(1 for x in cta.warps if not x.done)
-            raise EmulationError(
-                f"{inst.mnemonic}: barrier {bid} can never complete: {len(waiting)} of {expected} warps "
+            raise fault(
+                inst,
+                f"barrier {bid} can never complete: {len(waiting)} of {expected} warps "
                 f"of CTA {cta.ctaid} arrived and the others are blocked elsewhere",
-                inst.loc,
             )
         raise EmulationError(f"CTA {cta.ctaid}: no warp can make progress")
 
@@ -1020,9 +1012,7 @@ class _Launch:
 
     def _scalar(self, op: ir.Operand, mask: int) -> int:
         """An operand that must be warp-uniform (barrier ids and counts)."""
-        data = self.value(op, 32).data
-        lane = (mask & -mask).bit_length() - 1
-        return int(data[max(lane, 0)])
+        return uniform(self.value(op, 32), mask)
 
     def _brx(self, stack: list[_Entry], top: _Entry, op: Op, pc: int, mask: int) -> None:
         """``brx.idx``: one path per distinct target (plus the fall-through of

@@ -45,18 +45,22 @@ from ptxasw.parser import ir
 __all__ = [
     "CONST_WINDOW",
     "FUNC_WINDOW",
+    "GENERIC_BASE",
     "GLOBAL_WINDOW",
     "LOCAL_STRIDE",
     "LOCAL_WINDOW",
     "PARAM_WINDOW",
     "SHARED_WINDOW",
+    "SPACE_WINDOW",
     "WINDOW_SHIFT",
+    "WINDOW_SPACE",
     "Allocation",
     "EmulationError",
     "FlatMemory",
     "GlobalMemory",
     "LaneMemory",
     "dtype_for",
+    "fault",
     "normalize_space",
     "window_of",
 ]
@@ -73,6 +77,11 @@ LOCAL_STRIDE = 1 << 24
 
 #: Window number (``address >> WINDOW_SHIFT``) -> PTX state space.
 WINDOW_SPACE = {1: ".global", 2: ".shared", 3: ".local", 4: ".const", 5: ".param"}
+#: PTX state space -> window number.
+SPACE_WINDOW = {space: window for window, space in WINDOW_SPACE.items()}
+#: What ``cvta`` adds to an address in a space to make it generic (global
+#: addresses already are; a local one also selects the thread, see above).
+GENERIC_BASE = {".global": 0, ".shared": SHARED_WINDOW, ".const": CONST_WINDOW, ".param": PARAM_WINDOW}
 
 _DTYPES = {1: np.dtype(np.uint8), 2: np.dtype("<u2"), 4: np.dtype("<u4"), 8: np.dtype("<u8")}
 
@@ -97,7 +106,8 @@ def window_of(addresses: np.ndarray) -> np.ndarray:
     return (addresses >> np.uint64(WINDOW_SHIFT)).astype(np.int64)
 
 
-def _fail(inst: ir.Instruction | None, message: str) -> EmulationError:
+def fault(inst: ir.Instruction | None, message: str) -> EmulationError:
+    """The error for an access (or anything else) ``inst`` cannot do, naming it."""
     if inst is None:
         return EmulationError(message)
     return EmulationError(f"{inst.mnemonic}: {message}", inst.loc)
@@ -110,7 +120,7 @@ def _check_alignment(
         bad = (addresses & np.uint64(nbytes - 1)) != 0
         if bad.any():
             i = int(np.argmax(bad))
-            raise _fail(inst, f"misaligned {nbytes}-byte {space} access at address {int(shown[i]):#x}")
+            raise fault(inst, f"misaligned {nbytes}-byte {space} access at address {int(shown[i]):#x}")
 
 
 def _check_access(
@@ -128,7 +138,7 @@ def _check_access(
     bad = offsets + np.uint64(nbytes) > np.uint64(size)
     if bad.any():
         i = int(np.argmax(bad))
-        raise _fail(
+        raise fault(
             inst,
             f"out-of-bounds {nbytes}-byte {space} access at address {int(shown[i]):#x} "
             f"(offset {int(offsets[i])}, {owner}{space} memory is {size} bytes)",
@@ -249,13 +259,13 @@ class GlobalMemory:
         """
         _check_alignment(addresses, nbytes, inst, "global", addresses)
         if not self.allocations:
-            raise _fail(inst, f"global access at {int(addresses[0]):#x}: no global memory allocated")
+            raise fault(inst, f"global access at {int(addresses[0]):#x}: no global memory allocated")
         idx = np.searchsorted(self._starts, addresses, side="right") - 1
         safe = np.maximum(idx, 0)
         ok = (idx >= 0) & (addresses + np.uint64(nbytes) <= self._ends[safe])
         if not ok.all():
             i = int(np.argmin(ok))
-            raise _fail(inst, self._describe(int(addresses[i]), nbytes, int(idx[i])))
+            raise fault(inst, self._describe(int(addresses[i]), nbytes, int(idx[i])))
         offsets = (addresses - np.uint64(GLOBAL_WINDOW)).astype(np.int64)
         return self._mem.view(nbytes), offsets // nbytes
 

@@ -18,10 +18,8 @@ import numpy as np
 
 from ptxasw.emulator.decode import DecodedFunction, decode_function
 from ptxasw.emulator.memory import (
-    CONST_WINDOW,
     FUNC_WINDOW,
-    PARAM_WINDOW,
-    SHARED_WINDOW,
+    GENERIC_BASE,
     FlatMemory,
     GlobalMemory,
     normalize_space,
@@ -145,8 +143,7 @@ class Program:
 
     def generic_address(self, space: str, address: int) -> int:
         """The generic address of a module-level object (initialisers' ``generic()``)."""
-        base = {".shared": SHARED_WINDOW, ".const": CONST_WINDOW, ".param": PARAM_WINDOW}.get(space, 0)
-        return address + base
+        return address + GENERIC_BASE.get(space, 0)
 
     def function_at(self, address: int) -> str | None:
         """The function a function-pointer value points to."""
