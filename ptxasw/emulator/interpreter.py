@@ -1130,19 +1130,14 @@ class _Launch:
                     n = min(size, src_size)
                     callee.param.data[:, dst : dst + n] = caller.param.data[:, src : src + n]
                 else:
-                    bits = bits_of(spec.type, 32)
-                    value = self.value(arg, bits)
-                    raw = value.data.astype("<u8").view(np.uint8).reshape(LANES, 8)
+                    value = self.value(arg, bits_of(spec.type, 32))
                     n = min(size, 8)
-                    callee.param.data[:, dst : dst + n] = raw[:, :n]
+                    callee.param.data[:, dst : dst + n] = _lane_bytes(value.data)[:, :n]
             else:
                 width = 1 if spec.type == ".pred" else bits_of(spec.type)
                 if isinstance(arg, ir.Symbol) and arg.name in caller.info.param_layout:
                     src, src_size = caller.info.param_layout[arg.name]
-                    n = min(width // 8 or 1, src_size, 8)
-                    raw = np.zeros((LANES, 8), dtype=np.uint8)
-                    raw[:, :n] = caller.param.data[:, src : src + n]
-                    value = Bits(raw.view("<u8").reshape(LANES) & np.uint64(width_mask(width)), width)
+                    value = _param_value(caller.param, src, min(width // 8 or 1, src_size, 8), width)
                 else:
                     value = self.value(arg, width)
                 callee.regs[intern(spec.name)] = value
@@ -1169,11 +1164,7 @@ class _Launch:
                     n = min(size, dst_size)
                     caller.param.data[sel, dst : dst + n] = callee.param.data[sel, src : src + n]
                 elif isinstance(ret, ir.Register):
-                    raw = np.zeros((LANES, 8), dtype=np.uint8)
-                    n = min(size, 8)
-                    raw[:, :n] = callee.param.data[:, src : src + n]
-                    width = bits_of(spec.type)
-                    value = Bits(raw.view("<u8").reshape(LANES) & np.uint64(width_mask(width)), width)
+                    value = _param_value(callee.param, src, min(size, 8), bits_of(spec.type))
                     self.machine.write_under(ret, value, lanes)
             elif isinstance(ret, ir.Register):
                 width = 1 if spec.type == ".pred" else bits_of(spec.type)
@@ -1238,9 +1229,8 @@ class _Launch:
         if isinstance(ret, ir.Symbol) and ret.name in frame.info.param_layout:
             off, size = frame.info.param_layout[ret.name]
             n = min(size, 8)
-            raw = values.astype("<u8").view(np.uint8).reshape(LANES, 8)
             rows = np.array(lanes, dtype=np.int64)
-            frame.param.data[rows, off : off + n] = raw[rows, :n]
+            frame.param.data[rows, off : off + n] = _lane_bytes(values)[rows, :n]
         elif isinstance(ret, ir.Register):
             self.machine.write_under(ret, Bits(values, 64 if name == "malloc" else 32), mask)
 
@@ -1248,6 +1238,19 @@ class _Launch:
         t = w.index * LANES + lane
         bx, by, _ = self.block
         return (t % bx, (t // bx) % by, t // (bx * by))
+
+
+def _param_value(param: LaneMemory, offset: int, nbytes: int, width: int) -> Bits:
+    """The first ``nbytes`` (at most 8) of every lane's ``.param`` bytes at
+    ``offset``, as a value of ``width`` bits."""
+    raw = np.zeros((LANES, 8), dtype=np.uint8)
+    raw[:, :nbytes] = param.data[:, offset : offset + nbytes]
+    return Bits(raw.view("<u8").reshape(LANES) & np.uint64(width_mask(width)), width)
+
+
+def _lane_bytes(values: np.ndarray) -> np.ndarray:
+    """Every lane's 64-bit value as its 8 little-endian bytes, a ``(LANES, 8)`` array."""
+    return values.astype("<u8").view(np.uint8).reshape(LANES, 8)
 
 
 # --------------------------------------------------------------------------
