@@ -79,6 +79,7 @@ class DecodedFunction:
 
 
 def intern(name: str) -> str:
+    """The interned copy of a register or symbol name (fast dict keys)."""
     return sys.intern(str(name))
 
 
@@ -243,18 +244,27 @@ def _classify(inst: ir.Instruction, semantics: Semantics) -> int:
 
 
 def decode_function(program: Program, fn: ir.Function, semantics: Semantics) -> DecodedFunction:
+    """The code and frame layout of a function with a body (see the module doc)."""
     cfg = build_cfg(fn)
     info = DecodedFunction(fn, cfg)
     insts, scopes = _scoped_instructions(fn)
     if len(insts) != len(cfg.instructions):
         raise EmulationError(f"internal: instruction count of {fn.name} differs from its CFG", fn.loc)
+    decls = walk_decls(fn.body.body) if fn.body is not None else []
+    _lay_out_params(info, decls)
+    _lay_out_locals(info, program, decls)
+    for i, (orig, scope) in enumerate(zip(insts, scopes, strict=True)):
+        info.code.append(_decode_op(cfg, i, _rewrite(orig, scope), semantics))
+    return info
 
-    # Frame layout: parameters, return parameters, then the body's .param
-    # variables (call sites), all in one per-lane .param buffer.
+
+def _lay_out_params(info: DecodedFunction, decls: list[ir.VarDecl]) -> None:
+    """Parameters, return parameters, then the body's ``.param`` variables
+    (call sites), all in one per-lane ``.param`` buffer."""
+    fn = info.fn
     layout: dict[str, tuple[int, int]] = {}
     top = 0
     param_vars = [param_var(p) for p in [*fn.params, *(fn.returns or [])] if p.space == ".param"]
-    decls = walk_decls(fn.body.body) if fn.body is not None else []
     for decl in decls:
         if normalize_space(decl.space) == ".param":
             param_vars.extend(var_of(decl, n) for n in decl.names)
@@ -271,6 +281,11 @@ def decode_function(program: Program, fn: ir.Function, semantics: Semantics) -> 
     for name, (off, _) in layout.items():
         info.symbols[name] = (".param", off, False)
 
+
+def _lay_out_locals(info: DecodedFunction, program: Program, decls: list[ir.VarDecl]) -> None:
+    """The ``.local`` depot (relative to the frame's local base), the types of
+    registers, and the addresses of the body's ``.shared``/``.global``/``.const``."""
+    fn = info.fn
     local_top = 0
     for decl in decls:
         if normalize_space(decl.space) == ".local":
@@ -294,34 +309,36 @@ def decode_function(program: Program, fn: ir.Function, semantics: Semantics) -> 
         if p.space == ".reg":
             info.reg_types[p.name] = p.type
 
-    blocks = cfg.blocks
-    ncode = len(insts)
 
-    def start_of(block_id: int) -> int:
-        return ncode if block_id == cfg.exit else blocks[block_id].start
+def _decode_op(cfg: CFG, index: int, inst: ir.Instruction, semantics: Semantics) -> Op:
+    """Instruction ``index`` of the function (already renamed) as an `Op`:
+    branch targets and reconvergence pcs are instruction indexes, the end of
+    the code (``len(cfg.instructions)``) standing for the exit."""
+    kind = _classify(inst, semantics)
+    op = Op(kind, inst)
+    if kind in (BRA, BRX):
+        block = cfg.blocks[cfg.block_of(index)]
+        op.targets = tuple(_start_of(cfg, t) for t in block.targets)
+        op.target = op.targets[0] if op.targets else len(cfg.instructions)
+        if kind == BRA and block.id in cfg.exit_branches:
+            op.kind = BRA_RET
+            op.exits = cfg.blocks[block.targets[0]].instructions[0].opcode == "exit"
+        elif inst.guard is not None or kind == BRX:
+            op.rpc = _reconvergence_pc(cfg, block.id)
+    elif kind == CALL:
+        op.call = _decode_call(inst)
+    elif kind == MAPA:
+        op.width = bits_of(isa.instruction_type(inst), 64)
+    return op
 
-    leaving = cfg.exit_branches
 
-    def reconvergence(block_id: int) -> int:
-        r = cfg.reconvergence_point(block_id, ignoring_exit_branches=True)
-        return -1 if r == cfg.exit else blocks[r].start
+def _start_of(cfg: CFG, block_id: int) -> int:
+    return len(cfg.instructions) if block_id == cfg.exit else cfg.blocks[block_id].start
 
-    for i, (orig, scope) in enumerate(zip(insts, scopes, strict=True)):
-        inst = _rewrite(orig, scope)
-        kind = _classify(inst, semantics)
-        op = Op(kind, inst)
-        if kind in (BRA, BRX):
-            block = blocks[cfg.block_of(i)]
-            op.targets = tuple(start_of(t) for t in block.targets)
-            op.target = op.targets[0] if op.targets else ncode
-            if kind == BRA and block.id in leaving:
-                op.kind = BRA_RET
-                op.exits = blocks[block.targets[0]].instructions[0].opcode == "exit"
-            elif inst.guard is not None or kind == BRX:
-                op.rpc = reconvergence(block.id)
-        elif kind == CALL:
-            op.call = _decode_call(inst)
-        elif kind == MAPA:
-            op.width = bits_of(isa.instruction_type(inst), 64)
-        info.code.append(op)
-    return info
+
+def _reconvergence_pc(cfg: CFG, block_id: int) -> int:
+    """Where the lanes that diverge at the block's branch meet again (-1: only
+    at the function's end); lanes that branch to a ``ret``/``exit`` retire
+    there and then, so they are not waited for."""
+    r = cfg.reconvergence_point(block_id, ignoring_exit_branches=True)
+    return -1 if r == cfg.exit else cfg.blocks[r].start
