@@ -6,6 +6,11 @@ that every run (float atomics included) is deterministic; for that it needs
 `atomic_function` builds for an operation and type. Float additions round to
 nearest; ``.f32`` flushes subnormal inputs and results, as ``atom.add.f32``
 does.
+
+They do not go through `ConcreteDomain.fp`: where the result is a number the
+two agree bit for bit, but a NaN result here keeps a NaN operand's payload
+(NumPy's rules) where the domain returns the canonical NaN, so sharing the
+domain's arithmetic would change what a float atomic leaves in memory.
 """
 
 from __future__ import annotations
