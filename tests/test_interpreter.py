@@ -1051,3 +1051,22 @@ def test_special_registers_3d_block_partial_warp():
             assert rows[:, 5].tolist() == [1] * 45
             assert rows[:, 6].tolist() == [48] * 45
             assert rows[:, 7].tolist() == (t % 5).tolist()
+
+
+def test_float_atomic_nan_results_follow_the_gpu() -> None:
+    """Measured on an H200: canonical NaN for f32/f16/bf16 adds, f64 keeps the NaN operand."""
+    from ptxasw.emulator.atomics import atomic_function
+
+    add_f32 = atomic_function("add", ".f32", 4)
+    add_f64 = atomic_function("add", ".f64", 8)
+    add_f16 = atomic_function("add", ".f16", 2)
+    add_bf16 = atomic_function("add", ".bf16", 2)
+    assert add_f32 and add_f64 and add_f16 and add_bf16
+    assert add_f32(0x7F800000, 0xFF800000, 0) == 0x7FFFFFFF  # inf + -inf
+    assert add_f32(0x7FC00123, 0x3F800000, 0) == 0x7FFFFFFF  # payload not kept
+    assert add_f32(0x3F800000, 0x3F800000, 0) == 0x40000000
+    signalling = 0x7FF4000000000001
+    assert add_f64(signalling, 0x3FF0000000000000, 0) == signalling
+    assert add_f64(0x3FF0000000000000, signalling, 0) == signalling
+    assert add_f16(0x7C00, 0xFC00, 0) == 0x7FFF
+    assert add_bf16(0x7F80, 0xFF80, 0) == 0x7FFF

@@ -7,13 +7,10 @@ that every run (float atomics included) is deterministic; for that it needs
 nearest; ``.f32`` flushes subnormal inputs and results, as ``atom.add.f32``
 does.
 
-They do not go through `ConcreteDomain.fp`: where the result is a number the
-two agree bit for bit, but a NaN result here keeps a NaN operand's payload
-(NumPy's rules) where the domain returns the canonical NaN, so sharing the
-domain's arithmetic would change what a float atomic leaves in memory. (An
-H200 leaves the canonical NaN, ``0x7fffffff``/``0x7fff``, after
-``atom.add.f32``/``.f16``/``.bf16``, as the domain does: a known difference
-of these helpers, not yet changed.)
+NaN results follow what an H200 leaves in memory: the canonical NaN
+(``0x7fffffff``, ``0x7fff``) after ``atom.add.f32``/``.f16``/``.bf16``, and
+for ``atom.add.f64`` the NaN operand unchanged, signalling or not (NumPy would
+quiet it). With two NaN operands the one in memory is kept (not measured).
 """
 
 from __future__ import annotations
@@ -48,22 +45,36 @@ def _f64_bits(value: float) -> int:
     return struct.unpack("<Q", struct.pack("<d", value))[0]
 
 
+def _is_nan(bits: int, exponent: int, mantissa: int) -> bool:
+    return (bits & exponent) == exponent and (bits & mantissa) != 0
+
+
 def _add_f32(a: int, b: int) -> int:
     with np.errstate(all="ignore"):
         s = np.float32(_f32(_ftz32(a))) + np.float32(_f32(_ftz32(b)))
-    return _ftz32(int(np.float32(s).view(np.uint32)))
+    bits = _ftz32(int(np.float32(s).view(np.uint32)))
+    return 0x7FFFFFFF if _is_nan(bits, 0x7F800000, 0x007FFFFF) else bits
+
+
+def _add_f64(a: int, b: int) -> int:
+    for operand in (a, b):
+        if _is_nan(operand, 0x7FF0000000000000, 0x000FFFFFFFFFFFFF):
+            return operand
+    return _f64_bits(_f64(a) + _f64(b))
 
 
 def _add_f16(a: int, b: int) -> int:
     with np.errstate(all="ignore"):
         x = np.array([a & 0xFFFF], dtype=np.uint16).view(np.float16)[0]
         y = np.array([b & 0xFFFF], dtype=np.uint16).view(np.float16)[0]
-        return int(np.array([x + y], dtype=np.float16).view(np.uint16)[0])
+        bits = int(np.array([x + y], dtype=np.float16).view(np.uint16)[0])
+    return 0x7FFF if _is_nan(bits, 0x7C00, 0x03FF) else bits
 
 
 def _add_bf16(a: int, b: int) -> int:
     s = _f32((a & 0xFFFF) << 16) + _f32((b & 0xFFFF) << 16)
-    return f32_to_bf16(_f32_bits(s))
+    bits = f32_to_bf16(_f32_bits(s))
+    return 0x7FFF if _is_nan(bits, 0x7F80, 0x007F) else bits
 
 
 def _lanes2(fn: Callable[[int, int], int]) -> Callable[[int, int], int]:
@@ -84,7 +95,7 @@ def atomic_function(op: str, ptx_type: str, nbytes: int) -> Callable[[int, int, 
         if ptx_type == ".f32":
             return lambda o, b, c: _add_f32(o, b)
         if ptx_type == ".f64":
-            return lambda o, b, c: _f64_bits(_f64(o) + _f64(b))
+            return lambda o, b, c: _add_f64(o, b)
         if ptx_type == ".f16":
             return lambda o, b, c: _add_f16(o, b)
         if ptx_type == ".f16x2":

@@ -65,26 +65,37 @@ def format_printf(fmt: str, args: bytes, read_string: Callable[[int], str]) -> s
         if prec == "*":
             prec = str(_signed(take(4), 32))
         spec = "%" + match["flags"] + width + ("" if prec is None else "." + prec)
-        wide = match["len"] in ("l", "ll", "j", "z", "t")
+        size = _argument_size(match)
+        value = take(size)
         if conv in "di":
-            out.append((spec + "d") % _signed(take(8 if wide else 4), 64 if wide else 32))
+            out.append((spec + "d") % _signed(value, size * 8))
         elif conv in "ouxX":
-            out.append((spec + conv.replace("u", "d")) % take(8 if wide else 4))
+            out.append((spec + conv.replace("u", "d")) % value)
         elif conv == "c":
-            out.append((spec + "c") % chr(take(4) & 0xFF))
+            out.append((spec + "c") % chr(value & 0xFF))
         elif conv in "eEfFgG":
-            out.append((spec + conv) % _double(take(8)))
+            out.append((spec + conv) % _double(value))
         elif conv in "aA":
-            text = _double(take(8)).hex()
+            text = _double(value).hex()
             out.append(text.upper() if conv == "A" else text)
         elif conv == "s":
-            out.append((spec + "s") % read_string(take(8)))
+            out.append((spec + "s") % read_string(value))
         elif conv == "p":
-            out.append(f"{take(8):#x}")
-        else:  # %n writes nothing here
-            take(8)
+            out.append(f"{value:#x}")
+        # %n writes nothing here
     out.append(fmt[last:])
     return "".join(out)
+
+
+def _argument_size(match: re.Match[str]) -> int:
+    """Bytes one conversion's argument takes: ints 4 (8 with a long length
+    modifier), characters 4 (``%lc`` too: a promoted ``wint_t``), the rest 8."""
+    conv = match["conv"]
+    if conv == "c":
+        return 4
+    if conv in "diouxX":
+        return 8 if match["len"] in ("l", "ll", "j", "z", "t") else 4
+    return 8
 
 
 def _signed(value: int, bits: int) -> int:
@@ -105,7 +116,6 @@ def printf_arg_bytes(fmt: str) -> int:
         for star in (match["width"], match["prec"]):
             if star == "*":
                 pos = round_up(pos, 4) + 4
-        wide = match["len"] in ("l", "ll", "j", "z", "t")
-        size = 4 if conv in "diouxXc" and not wide else 8
+        size = _argument_size(match)
         pos = round_up(pos, size) + size
     return pos
