@@ -80,3 +80,11 @@ def test_missing_file_is_an_error_not_a_traceback(tmp_path: Path) -> None:
     assert proc.returncode == 1
     assert proc.stderr.startswith("ptxasw: error: ") and "Traceback" not in proc.stderr
     assert proc.stderr.count("\n") == 1
+
+
+def test_crlf_files_parse_like_lf_files(tmp_path: Path) -> None:
+    crlf = tmp_path / "crlf.ptx"
+    crlf.write_bytes(EXAMPLE.read_bytes().replace(b"\n", b"\r\n"))
+    proc = run("check", str(crlf))
+    assert proc.returncode == 0, proc.stderr
+    assert parse_ptx(crlf.read_bytes().decode()) == parse_ptx(EXAMPLE.read_text())

@@ -690,27 +690,13 @@ def parse_ptx(text: str, path: str = "<string>") -> ir.Module:
 
 
 def parse_file(path: str | Path) -> ir.Module:
-    """Parse a PTX file. Non-UTF-8 bytes are an error, reported as such."""
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        line = p.read_bytes()[: exc.start].count(b"\n") + 1
-        raise PtxSyntaxError("file is not UTF-8 text", ir.SourceLoc(str(p), line, 1)) from None
-    return parse_ptx(text, str(p))
+    """Parse a PTX file, as its bytes are (no newline translation).
 
-
-def read_ptx(source: str) -> ir.Module:
-    """Parse a file named on a command line, or standard input for ``-``.
-
-    Unlike `parse_file`, an unreadable file is a `PtxError` too (one line for
-    the user), and locations name the file exactly as it was given.
+    An unreadable or non-UTF-8 file is a `PtxError` with the file's position.
     """
-    if source == "-":
-        return parse_ptx(sys.stdin.read(), "<stdin>")
-    path = Path(source)
+    source = str(path)
     try:
-        data = path.read_bytes()
+        data = Path(source).read_bytes()
     except OSError as exc:
         raise PtxError(f"cannot read: {exc.strerror}", ir.SourceLoc(source, 0, 0)) from None
     try:
@@ -719,6 +705,13 @@ def read_ptx(source: str) -> ir.Module:
         line = data[: exc.start].count(b"\n") + 1
         raise PtxError("file is not UTF-8 text", ir.SourceLoc(source, line, 1)) from None
     return parse_ptx(text, source)
+
+
+def read_ptx(source: str) -> ir.Module:
+    """Parse a file named on a command line, or standard input for ``-``."""
+    if source == "-":
+        return parse_ptx(sys.stdin.read(), "<stdin>")
+    return parse_file(source)
 
 
 def _syntax_error(exc: UnexpectedInput, text: str, path: str) -> PtxError:
