@@ -3,6 +3,11 @@
 Usage (repo root, a machine with nvcc, a GPU and CuPy):
     PYTHONPATH=. python benchmarks/gpu_dropin.py [--json] [--out FILE]
 
+The GPU image has no `lark`: download its wheel here into `.whl/` (git-ignored,
+`pip download --no-deps --only-binary=:all: --python-version 3.12 -d .whl lark`),
+carry `.whl` and install it there with `pip install --no-index --target /tmp/site`
+before running with `PYTHONPATH=/tmp/site:.`.
+
 For the bundled example (examples/jacobi.cu) it
 1. builds a shadow toolkit (`ptxasw toolkit create`) and compiles the kernel
    to a cubin through it, with PTXASW_LOG proving that the wrapper ran and its

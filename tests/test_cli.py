@@ -88,3 +88,11 @@ def test_crlf_files_parse_like_lf_files(tmp_path: Path) -> None:
     proc = run("check", str(crlf))
     assert proc.returncode == 0, proc.stderr
     assert parse_ptx(crlf.read_bytes().decode()) == parse_ptx(EXAMPLE.read_text())
+
+
+def test_check_warns_about_modifiers_the_table_does_not_know(tmp_path: Path) -> None:
+    ptx = tmp_path / "mod.ptx"
+    ptx.write_text(BAD.replace("foo.bar %r1;", "add.bogus.s32 %r1, %r2, 1;"))
+    proc = run("check", str(ptx))
+    assert proc.returncode == 0
+    assert proc.stderr == f"ptxasw: warning: {ptx}:6:2: 'add' does not take '.bogus'\n"
