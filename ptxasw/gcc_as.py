@@ -184,7 +184,7 @@ def run_as(argv: Sequence[str], *, allow_exec: bool = False) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Console entry point ``ptxasw-nvptx-as``: behaves as nvptx-tools' ``as``."""
-    return console_main(run_as, argv)
+    return console_main(run_as, argv, find_real_as, ENV_VISITED_AS)
 
 
 if __name__ == "__main__":

@@ -835,9 +835,19 @@ def finish(rc: int, as_program: bool) -> int:
     return rc
 
 
-def console_main(run: Callable[..., int], argv: Sequence[str] | None) -> int:
+def console_main(
+    run: Callable[..., int],
+    argv: Sequence[str] | None,
+    find_real: Callable[[], Path],
+    visited_var: str,
+) -> int:
     """A console entry point: ``run(args, allow_exec=...)``, whose exit code is
-    the real tool's; a failure of the wrapper itself is one line and `EXIT_FATAL`.
+    the real tool's.
+
+    Fail-open to the end: a bug of ours anywhere in ``run`` (not only in the
+    pipeline, which `transform_ptx` already guards) prints one warning and
+    runs the real tool on the user's own arguments. Only a missing real tool
+    is fatal (one line, `EXIT_FATAL`).
 
     ``argv`` None means we are the program (arguments from ``sys.argv``): the
     real tool may then replace us (exec), and a hung pipeline thread must not
@@ -852,12 +862,20 @@ def console_main(run: Callable[..., int], argv: Sequence[str] | None) -> int:
         rc = EXIT_FATAL
     except KeyboardInterrupt:
         rc = 130
+    except Exception as exc:  # never break the user's build
+        warn(f"internal error ({type(exc).__name__}: {_one_line(str(exc))}); running the real tool unchanged")
+        try:
+            real = find_real()
+            rc = subprocess.run([str(real), *args], env=child_env(real, visited_var), check=False).returncode
+        except (WrapperError, OSError) as fatal:
+            print(f"ptxasw: error: {fatal}", file=sys.stderr)
+            rc = EXIT_FATAL
     return finish(rc, as_program)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Console entry point ``ptxasw-ptxas``: behaves as ptxas; the exit code is ptxas's."""
-    return console_main(run_wrapper, argv)
+    return console_main(run_wrapper, argv, find_real_ptxas, ENV_VISITED_PTXAS)
 
 
 if __name__ == "__main__":

@@ -767,3 +767,28 @@ def test_as_shim_fails_open_and_passes_version(
     assert fake_as.calls()[1]["argv"] == ["--version"]
     statuses = [json.loads(line)["status"] for line in (tmp_path / "w.jsonl").read_text().splitlines()]
     assert statuses == ["fallback", "passthrough"]
+
+
+def test_an_internal_bug_outside_the_pipeline_still_assembles(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Fail-open covers our whole wrapper, not only the pipeline: a crash in the
+    option parser prints one warning and the real ptxas runs on the user's arguments."""
+    import ptxasw.wrapper as wrapper
+
+    real = shutil.which("ptxas")
+    if real is None:
+        pytest.skip("ptxas not installed")
+    ptx = tmp_path / "k.ptx"
+    ptx.write_text(".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k()\n{\n\tret;\n}\n")
+    out = tmp_path / "k.cubin"
+
+    def broken(argv: object) -> object:
+        raise TypeError("simulated bug")
+
+    monkeypatch.setattr(wrapper, "parse_ptxas_args", broken)
+    monkeypatch.setenv("PTXASW_REAL_PTXAS", real)
+    rc = wrapper.main(["-arch=sm_90", str(ptx), "-o", str(out)])
+    assert rc == 0 and out.read_bytes()[:4] == b"\x7fELF"
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "internal error (TypeError: simulated bug)" in err
