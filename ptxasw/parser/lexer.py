@@ -63,9 +63,7 @@ SIMPLE_OPERAND = re.compile(_SIMPLE_OPERAND)
 # included: one INSTRUCTION token, so one shift and one reduction a line.
 _MNEMONIC = r"[a-z][a-z0-9_]*(?:\.[A-Za-z0-9_]+(?:::[A-Za-z0-9_]+)*)*"
 _GUARD = r"@[ \t]*!?[ \t]*[%A-Za-z_$][A-Za-z0-9_$]*"
-SIMPLE_INSTRUCTION = re.compile(
-    rf"(?:({_GUARD})[ \t]+)?({_MNEMONIC})(?:[ \t]+({_RUN}))?[ \t]*;"
-)
+SIMPLE_INSTRUCTION = re.compile(rf"(?:({_GUARD})[ \t]+)?({_MNEMONIC})(?:[ \t]+({_RUN}))?[ \t]*;")
 
 _BINOPS = frozenset({"*", "/", "%", "<<", ">>", "<=", ">=", "<", ">", "==", "!=", "&&", "||", "&", "^", "|"})
 _PERF_DIRECTIVES = frozenset(
