@@ -96,3 +96,14 @@ def test_check_warns_about_modifiers_the_table_does_not_know(tmp_path: Path) -> 
     proc = run("check", str(ptx))
     assert proc.returncode == 0
     assert proc.stderr == f"ptxasw: warning: {ptx}:6:2: 'add' does not take '.bogus'\n"
+
+
+def test_check_warns_about_operand_counts(tmp_path: Path) -> None:
+    ptx = tmp_path / "count.ptx"
+    ptx.write_text(BAD.replace("foo.bar %r1;", "add.s32 %r1, %r2;\n\tret %r1;"))
+    proc = run("check", str(ptx))
+    assert proc.returncode == 0
+    assert proc.stderr.splitlines() == [
+        f"ptxasw: warning: {ptx}:6:2: 'add' takes 3 operands, not 2",
+        f"ptxasw: warning: {ptx}:7:2: 'ret' takes 0 operands, not 1",
+    ]

@@ -1290,6 +1290,33 @@ def _choose(spec: OpcodeSpec, modifiers: tuple[str, ...], kinds: tuple[str, ...]
     return best
 
 
+def operand_count_problem(inst: Instruction) -> str | None:
+    """Why ``inst`` has an operand count no form of its opcode takes, or None.
+
+    The signatures were checked against every instruction of the compiler
+    corpus, so a mismatch here is almost certainly malformed PTX; ``ptxasw
+    check`` reports it as a warning (the parser itself stays permissive, and
+    the wrapper leaves the final word to ptxas).
+    """
+    spec = _TABLE.get(inst.opcode)
+    if spec is None or spec.slots_fn is not None:
+        return None
+    count = len(inst.operands)
+    counts: set[int] = set()
+    for cond, sigs in spec.forms:
+        if cond is not None and cond not in inst.modifiers:
+            continue
+        for sig in sigs:
+            fixed = sum(1 for slot in sig if not slot.rest)
+            if count == fixed or (count > fixed and any(slot.rest for slot in sig)):
+                return None
+            counts.add(fixed)
+    if not counts:
+        return None
+    expected = " or ".join(str(n) for n in sorted(counts))
+    return f"'{inst.opcode}' takes {expected} operands, not {count}"
+
+
 # A resolved position: (info of the whole operand, info of the first side,
 # info of the second side of a pair or None).
 _Resolved = tuple[OperandInfo, OperandInfo, OperandInfo | None]
