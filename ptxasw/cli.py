@@ -80,7 +80,7 @@ def fmt(source: str, output: str) -> None:
 @click.argument("sources", metavar="IN.ptx...", nargs=-1, required=True)
 @click.option("-q", "--quiet", is_flag=True, help="Print errors only.")
 def check(sources: tuple[str, ...], quiet: bool) -> None:
-    """Parse PTX files and report errors and modifiers the table does not know."""
+    """Parse PTX files; report errors, and warn about modifiers and operand counts the table does not know."""
     failed = False
     for source in sources:
         try:
@@ -105,6 +105,9 @@ def check(sources: tuple[str, ...], quiet: bool) -> None:
                 click.echo(
                     f"ptxasw: warning: {inst.loc}: '{inst.opcode}' does not take '{modifier}'", err=True
                 )
+            problem = isa.operand_count_problem(inst)
+            if problem is not None:
+                click.echo(f"ptxasw: warning: {inst.loc}: {problem}", err=True)
         if not quiet:
             kernels = len(module.kernels)
             functions = len(module.functions) - kernels
