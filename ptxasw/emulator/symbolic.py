@@ -422,37 +422,30 @@ class SymbolicDomain:
         return from_bool(fn(a, b))  # type: ignore[arg-type]
 
 
-def _variables(e: z3.ExprRef) -> list[z3.ExprRef]:
-    """The uninterpreted constants (variables) of ``e``."""
+def _nodes(e: z3.ExprRef) -> Iterable[z3.ExprRef]:
+    """Every distinct subterm of ``e`` once (Z3 terms are DAGs)."""
     seen: set[int] = set()
-    found: list[z3.ExprRef] = []
     stack = [e]
     while stack:
         node = stack.pop()
-        if node.get_id() in seen:
-            continue
-        seen.add(node.get_id())
-        if z3.is_const(node) and node.decl().kind() == z3.Z3_OP_UNINTERPRETED:
-            found.append(node)
-        stack.extend(node.children())
-    return found
+        if node.get_id() not in seen:
+            seen.add(node.get_id())
+            yield node
+            stack.extend(node.children())
+
+
+def _variables(e: z3.ExprRef) -> list[z3.ExprRef]:
+    """The uninterpreted constants (variables) of ``e``."""
+    return [n for n in _nodes(e) if z3.is_const(n) and n.decl().kind() == z3.Z3_OP_UNINTERPRETED]
 
 
 def _ground_applications(e: z3.ExprRef, interpretation: dict[str, object]) -> list[z3.ExprRef]:
     """Applications of float functions whose arguments are all constants."""
-    seen: set[int] = set()
-    found: list[z3.ExprRef] = []
-    stack = [e]
-    while stack:
-        node = stack.pop()
-        if node.get_id() in seen:
-            continue
-        seen.add(node.get_id())
-        children = node.children()
-        if node.decl().name() in interpretation and all(z3.is_bv_value(c) for c in children):
-            found.append(node)
-        stack.extend(children)
-    return found
+    return [
+        n
+        for n in _nodes(e)
+        if n.decl().name() in interpretation and all(z3.is_bv_value(c) for c in n.children())
+    ]
 
 
 def _fp_name(op: FpOp, widths: tuple[int, ...]) -> str:
