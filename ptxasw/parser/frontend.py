@@ -22,6 +22,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 from ptxasw.errors import PtxError, PtxSyntaxError
 from ptxasw.parser import ir, isa
 from ptxasw.parser.lexer import SIMPLE_INSTRUCTION, SIMPLE_OPERAND, LexError, PtxLexer
+from ptxasw.parser.printer import format_expr
 
 GRAMMAR_PATH = Path(__file__).with_name("ptx.lark")
 
@@ -204,7 +205,7 @@ class _ToIR(Transformer):  # type: ignore[type-arg]
         for op in operands:
             if isinstance(op, _InvalidAddress):
                 raise PtxSyntaxError(
-                    f"[{_expr_text(op.value)}] is not an address: PTX takes [reg], [symbol], [imm] "
+                    f"[{format_expr(op.value)}] is not an address: PTX takes [reg], [symbol], [imm] "
                     "or [base+constant]",
                     loc,
                 )
@@ -256,10 +257,10 @@ class _ToIR(Transformer):  # type: ignore[type-arg]
 
     def prototype(self, children: list[Any]) -> ir.CallPrototype:
         label = children[0]
-        lists = [c for c in children[1:] if isinstance(c, list)]
+        # Parameter lists before the `_` are the returns, the one after it the parameters.
         sink_at = next(i for i, c in enumerate(children) if isinstance(c, Token) and c.type == "SINK")
-        returns = lists[0] if sink_at > 1 and lists else None
-        params = lists[-1] if lists and not (returns is not None and len(lists) == 1) else []
+        returns = next((c for c in children[1:sink_at] if isinstance(c, list)), None)
+        params = next((c for c in children[sink_at + 1 :] if isinstance(c, list)), [])
         noreturn = any(isinstance(c, Token) and c.type == "PERF_DIRECTIVE" for c in children)
         return ir.CallPrototype(_label_name(label), returns, params, noreturn, _loc(self.path, label))
 
@@ -520,7 +521,7 @@ def _address(value: ir.Operand) -> ir.Address | _InvalidAddress:
         offset = _constant(off)
         if isinstance(base, ir.Register | ir.Symbol) and offset is not None:
             sign = 1 if value.op == "+" else -1
-            text = off.text if isinstance(off, ir.IntImm) and off.text else _expr_text(off)
+            text = off.text if isinstance(off, ir.IntImm) and off.text else format_expr(off)
             return ir.Address(base, sign * offset, value.op + text)
     return _InvalidAddress(value)
 
@@ -552,12 +553,6 @@ def _constant(e: ir.Operand) -> int | None:
         }  # fmt: skip
         return folded[e.op]() if e.op in folded else None
     return None
-
-
-def _expr_text(e: ir.Operand) -> str:
-    from ptxasw.parser.printer import format_expr
-
-    return format_expr(e)
 
 
 def _sort_qualifiers(quals: list[Any], loc: ir.SourceLoc) -> ir.VarDecl:

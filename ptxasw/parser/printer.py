@@ -7,8 +7,6 @@ changed. Literals are printed as they were written when the IR knows it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 from ptxasw.parser import ir
 
 _BINARY_PRECEDENCE = {
@@ -287,7 +285,3 @@ def format_expr(e: ir.Expr | ir.Operand, parent_precedence: int = 0) -> str:
         case ir.ParenOperand() | ir.VectorOperand() | ir.Address() | ir.ListOperand():
             return format_operand(e)
     raise TypeError(f"not a PTX expression: {e!r}")
-
-
-def join_lines(lines: Iterable[str]) -> str:
-    return "\n".join(lines) + "\n"
