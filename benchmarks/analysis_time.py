@@ -34,7 +34,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from ptxasw.emulator.symbolic_exec import Budget, analyze_kernel  # noqa: E402
+from ptxasw.emulator.symbolic.executor import Budget, analyze_kernel  # noqa: E402
 from ptxasw.parser import parse_file  # noqa: E402
 
 GOAL_SECONDS = 1.0

@@ -73,7 +73,7 @@ def run_gpu(cubin: Path, grid: np.ndarray) -> np.ndarray:
 
 
 def run_interpreter(ptx: Path, grid: np.ndarray) -> np.ndarray:
-    from ptxasw.emulator.interpreter import launch
+    from ptxasw.emulator.concrete.interpreter import launch
     from ptxasw.parser import parse_file
 
     out = np.zeros_like(grid)
@@ -93,7 +93,7 @@ def main() -> int:
         return 2
     import cupy as cp
 
-    from ptxasw.toolkit import create_shadow_toolkit
+    from ptxasw.driver.toolkit import create_shadow_toolkit
 
     rng = np.random.default_rng(7)
     grid = rng.standard_normal((NY, NX)).astype(np.float32)

@@ -40,11 +40,12 @@ from typing import Any
 
 import numpy as np
 
-from ptxasw.emulator import domain as dm
-from ptxasw.emulator.concrete import FORMATS, Bits, ConcreteDomain, decode
-from ptxasw.emulator.semantics import Semantics
-from ptxasw.emulator.warp_ops import shuffle
-from ptxasw.parser import ir, parse_ptx
+from ptxasw import ir
+from ptxasw.emulator.concrete.domain import FORMATS, Bits, ConcreteDomain, decode
+from ptxasw.emulator.concrete.warp_ops import shuffle
+from ptxasw.emulator.semantics import domain as dm
+from ptxasw.emulator.semantics.instructions import Semantics
+from ptxasw.parser import parse_ptx
 
 N = 4096
 BLOCK = 256

@@ -38,7 +38,8 @@ def _rss_mib() -> float:
 
 def _measure(path: str, queue: mp.Queue) -> None:  # type: ignore[type-arg]
     """Runs in a child: parse (best of 3), print, and report peak memory."""
-    from ptxasw.parser import parse_ptx, print_module
+    from ptxasw.ir.printer import print_module
+    from ptxasw.parser import parse_ptx
 
     text = Path(path).read_text()
     parse_ptx(".version 9.0\n.target sm_90\n.address_size 64\n", "warm-up")  # build the parser

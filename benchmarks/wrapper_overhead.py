@@ -8,7 +8,7 @@ set of PTX files and prints per-file times and the ratio (goal: under 1.5x).
     python benchmarks/wrapper_overhead.py                 # compiles tests/corpus/cuda/*.cu
     python benchmarks/wrapper_overhead.py a.ptx b.ptx --repeat 7 --json
 
-The wrapper runs as ``python -P -m ptxasw.wrapper`` (what a shadow toolkit's
+The wrapper runs as ``python -P -m ptxasw.driver.ptxas`` (what a shadow toolkit's
 ``bin/ptxas`` runs); ``--pipeline MODULE:FUNCTION`` swaps the pipeline, as
 PTXASW_PIPELINE does.
 """
@@ -58,7 +58,7 @@ def fail(message: str) -> None:
 def find_ptxas() -> Path:
     """NVIDIA's ptxas, found the way the wrapper finds it."""
     sys.path.insert(0, str(REPO))
-    from ptxasw.wrapper import WrapperError, find_real_ptxas
+    from ptxasw.driver.ptxas import WrapperError, find_real_ptxas
 
     try:
         return find_real_ptxas()
@@ -128,11 +128,13 @@ def measure(files: list[Path], repeat: int, pipeline: str | None) -> tuple[list[
                 print(f"wrapper_overhead: skipping {f}: ptxas exit {rc}", file=sys.stderr)
                 continue
             floor, _ = median_ms(
-                [sys.executable, "-P", "-m", "ptxasw.wrapper", *args], {**env, "PTXASW_DISABLE": "1"}, repeat
+                [sys.executable, "-P", "-m", "ptxasw.driver.ptxas", *args],
+                {**env, "PTXASW_DISABLE": "1"},
+                repeat,
             )
             wenv = {**env, "PTXASW_LOG": str(log)}
             log.unlink(missing_ok=True)
-            wrapped, _ = median_ms([sys.executable, "-P", "-m", "ptxasw.wrapper", *args], wenv, repeat)
+            wrapped, _ = median_ms([sys.executable, "-P", "-m", "ptxasw.driver.ptxas", *args], wenv, repeat)
             recs = [json.loads(line) for line in log.read_text().splitlines()]
             pipe = statistics.median(sum(i["seconds"] for i in r["inputs"]) * 1000 for r in recs)
             # parse + passes + print themselves, without interpreter start-up, imports

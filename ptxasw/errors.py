@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the IR imports nothing from here; keep it that way at run time
-    from ptxasw.parser.ir import SourceLoc
+    from ptxasw.ir import SourceLoc
 
 
 class PtxError(Exception):

@@ -1,4 +1,4 @@
-"""Tests of the control-flow graph and its analyses (ptxasw.emulator.cfg).
+"""Tests of the control-flow graph and its analyses (ptxasw.analysis.cfg).
 
 Small functions are written as PTX text and parsed, so each test reads like
 the code it is about; the corpus test then checks the invariants on every
@@ -12,9 +12,8 @@ import time
 
 import pytest
 
-from ptxasw.emulator.cfg import CFG, CFGError, EdgeKind, build_cfg, is_special_register
-from ptxasw.parser import parse_file, parse_ptx
-from ptxasw.parser.ir import (
+from ptxasw.analysis.cfg import CFG, CFGError, EdgeKind, build_cfg, is_special_register
+from ptxasw.ir import (
     Address,
     Block,
     Function,
@@ -29,6 +28,7 @@ from ptxasw.parser.ir import (
     VarDecl,
     VarName,
 )
+from ptxasw.parser import parse_file, parse_ptx
 from tests.corpus.build import CorpusFile
 
 HEADER = ".version 9.0\n.target sm_90\n.address_size 64\n"

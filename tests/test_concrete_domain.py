@@ -18,10 +18,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ptxasw.emulator import concrete as cc
-from ptxasw.emulator.concrete import FORMATS, Bits, ConcreteDomain
-from ptxasw.emulator.domain import FpOp
-from ptxasw.parser import isa
+from ptxasw.emulator.concrete.domain import FORMATS, Bits, ConcreteDomain
+from ptxasw.emulator.semantics import floats as fl
+from ptxasw.emulator.semantics.domain import FpOp
+from ptxasw.ir import isa
 
 D = ConcreteDomain(4)
 MASK = {w: (1 << w) - 1 for w in (1, 8, 16, 32, 64)}
@@ -392,8 +392,8 @@ def test_packed_and_fp8_conversions() -> None:
     assert d.to_ints(d.fp(e5, big, a)) == [0x643C]  # 1000 -> 1024 = 0x64
     back = FpOp("cvt", ".f16x2", ".e4m3x2", ".rn")
     assert d.to_ints(d.fp(back, d.from_ints([0x7E38], 16))) == [0x5F003C00]  # 448.0, 1.0
-    assert cc._decode_scalar(0x7E, FORMATS[".e4m3"]) == 448.0
-    assert cc._decode_scalar(0x7B, FORMATS[".e5m2"]) == 57344.0
+    assert fl._decode_scalar(0x7E, FORMATS[".e4m3"]) == 448.0
+    assert fl._decode_scalar(0x7B, FORMATS[".e5m2"]) == 57344.0
 
 
 def test_approximations_within_an_ulp() -> None:
@@ -471,7 +471,7 @@ def test_f32_arithmetic_is_correctly_rounded(op: str, mode: str, triples: list[t
         r = _exact(op, vals)
         if r is None:
             continue
-        assert g == cc._round_rational(r, FORMATS[".f32"], mode[1:]), (op, mode, [hex(c[i]) for c in cols])
+        assert g == fl._round_rational(r, FORMATS[".f32"], mode[1:]), (op, mode, [hex(c[i]) for c in cols])
 
 
 _F64_VALUES = st.floats(allow_nan=False, allow_infinity=False, width=64)
@@ -491,7 +491,7 @@ def test_f64_arithmetic_is_correctly_rounded(op: str, mode: str, triples: list[t
         r = _exact(op, [t for t in triples[i][:arity]])
         if r is None:
             continue
-        assert g == cc._round_rational(r, FORMATS[".f64"], mode[1:]), (op, mode, triples[i])
+        assert g == fl._round_rational(r, FORMATS[".f64"], mode[1:]), (op, mode, triples[i])
 
 
 @settings(max_examples=100, deadline=None)
@@ -502,7 +502,7 @@ def test_round_rational_matches_python_float(q: Fraction) -> None:
         expect = f64(float(q))
     except OverflowError:
         expect = 0x7FF0000000000000 | ((q < 0) << 63)
-    assert cc._round_rational(q, FORMATS[".f64"], "rn") == expect
+    assert fl._round_rational(q, FORMATS[".f64"], "rn") == expect
 
 
 @settings(max_examples=100, deadline=None)
@@ -523,9 +523,9 @@ def test_vector_rounding_matches_scalar(
     neg = np.array([v[0] for v in values])
     mant = np.array([v[1] for v in values], dtype=np.uint64)
     exp = np.array([v[2] for v in values], dtype=np.int64)
-    got = cc._encode(neg, mant, exp, fmt, mode, satfinite)
+    got = fl._encode(neg, mant, exp, fmt, mode, satfinite)
     for i, (n, m, e) in enumerate(values):
-        assert int(got[i]) == cc._encode_int(n, m, e, fmt, mode, satfinite), (name, mode, n, m, e)
+        assert int(got[i]) == fl._encode_int(n, m, e, fmt, mode, satfinite), (name, mode, n, m, e)
 
 
 @settings(max_examples=60, deadline=None)
@@ -537,6 +537,6 @@ def test_sqrt_is_correctly_rounded(mode: str, xs: list[int]) -> None:
         if v == 0:
             assert g == x
             continue
-        assert g == cc._round_sqrt(v, FORMATS[".f32"], mode[1:])
+        assert g == fl._round_sqrt(v, FORMATS[".f32"], mode[1:])
         lo = Fraction(val32(g))
         assert (lo * lo <= v) if mode in (".rz", ".rm") else True

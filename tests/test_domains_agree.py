@@ -18,10 +18,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ptxasw.emulator.concrete import ConcreteDomain
-from ptxasw.emulator.semantics import Semantics
-from ptxasw.emulator.symbolic import SymbolicDomain
-from ptxasw.parser import ir, isa
+from ptxasw import ir
+from ptxasw.emulator.concrete.domain import ConcreteDomain
+from ptxasw.emulator.semantics.instructions import Semantics
+from ptxasw.emulator.symbolic.domain import SymbolicDomain
+from ptxasw.ir import isa
 from tests.test_symbolic_domain import FORMS as INTEGER_FORMS
 from tests.test_symbolic_domain import _instruction, _reg_width, _RegMachine
 

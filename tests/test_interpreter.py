@@ -20,9 +20,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ptxasw.emulator.interpreter import EmulationError, launch
+from ptxasw import ir
+from ptxasw.emulator.concrete.interpreter import EmulationError, launch
 from ptxasw.errors import PtxError
-from ptxasw.parser import ir, parse_ptx
+from ptxasw.parser import parse_ptx
 
 KERNELS = Path(__file__).parent / "kernels"
 # The sources these tests use (the folder is shared with other test files).
@@ -712,7 +713,7 @@ SKIP:
 def test_run_cli(kernels, tmp_path):
     from click.testing import CliRunner
 
-    from ptxasw.emulator.run_cli import run_command
+    from ptxasw.cli.run import run_command
 
     src = Path(kernels["basics"].path)
     a = np.arange(50, dtype=np.float32)
@@ -1055,7 +1056,7 @@ def test_special_registers_3d_block_partial_warp():
 
 def test_float_atomic_nan_results_follow_the_gpu() -> None:
     """Measured on an H200: canonical NaN for f32/f16/bf16 adds, f64 keeps the NaN operand."""
-    from ptxasw.emulator.atomics import atomic_function
+    from ptxasw.emulator.concrete.atomics import atomic_function
 
     add_f32 = atomic_function("add", ".f32", 4)
     add_f64 = atomic_function("add", ".f64", 8)

@@ -1,4 +1,4 @@
-"""Tests of the PTX instruction table (ptxasw.parser.isa).
+"""Tests of the PTX instruction table (ptxasw.ir.isa).
 
 Instructions are built directly as IR so these tests depend on nothing but the
 table and the IR; the mnemonic list below was collected from real nvcc/llc
@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from ptxasw.parser import isa
-from ptxasw.parser.ir import (
+from ptxasw.ir import (
     Address,
     FloatImm,
     Guard,
@@ -27,8 +26,9 @@ from ptxasw.parser.ir import (
     Sink,
     Symbol,
     VectorOperand,
+    isa,
 )
-from ptxasw.parser.isa import Family, MemoryEffect, ModifierKind, Role
+from ptxasw.ir.isa import Family, MemoryEffect, ModifierKind, Role
 
 
 def R(name: str) -> Register:

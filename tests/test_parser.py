@@ -6,8 +6,10 @@ import textwrap
 
 import pytest
 
+from ptxasw import ir
 from ptxasw.errors import PtxSyntaxError
-from ptxasw.parser import ir, parse_ptx, print_module
+from ptxasw.ir.printer import print_module
+from ptxasw.parser import parse_ptx
 
 HEADER = ".version 9.0\n.target sm_90\n.address_size 64\n"
 

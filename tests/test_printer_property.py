@@ -9,7 +9,9 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ptxasw.parser import ir, parse_ptx, print_module
+from ptxasw import ir
+from ptxasw.ir.printer import print_module
+from ptxasw.parser import parse_ptx
 
 HEADER = [ir.Version(9, 0), ir.Target(("sm_90",)), ir.AddressSize(64)]
 

@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from ptxasw.parser import isa, parse_file, parse_ptx, print_module
+from ptxasw.ir import isa
+from ptxasw.ir.printer import print_module
+from ptxasw.parser import parse_file, parse_ptx
 from tests.corpus.build import CorpusFile
 from tests.cubin import PTX_LAYOUT_SECTIONS, differing_sections, sections
 

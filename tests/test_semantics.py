@@ -16,10 +16,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ptxasw.emulator import domain as dm
-from ptxasw.emulator.concrete import Bits, ConcreteDomain
-from ptxasw.emulator.semantics import CARRY, Semantics, handled_opcodes
-from ptxasw.parser import ir, isa, parse_ptx
+from ptxasw import ir
+from ptxasw.emulator.concrete.domain import Bits, ConcreteDomain
+from ptxasw.emulator.semantics import domain as dm
+from ptxasw.emulator.semantics.instructions import CARRY, Semantics, handled_opcodes
+from ptxasw.ir import isa
+from ptxasw.parser import parse_ptx
 
 M32, M64 = (1 << 32) - 1, (1 << 64) - 1
 

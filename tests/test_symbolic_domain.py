@@ -25,10 +25,10 @@ import z3
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ptxasw.emulator.domain import FpOp
-from ptxasw.emulator.symbolic import SymbolicDomain, as_bool, from_bool, pretty, simplify
+from ptxasw.emulator.semantics.domain import FpOp
+from ptxasw.emulator.symbolic.domain import SymbolicDomain, as_bool, from_bool, pretty, simplify
 
-concrete_mod = pytest.importorskip("ptxasw.emulator.concrete")
+concrete_mod = pytest.importorskip("ptxasw.emulator.concrete.domain")
 ConcreteDomain = concrete_mod.ConcreteDomain
 
 WIDTHS = (1, 8, 16, 32, 64)
@@ -333,13 +333,9 @@ def test_pretty_prints_addresses_like_listing_5() -> None:
 # --------------------------------------------------------------------------
 # Instruction level: the shared semantics on both domains
 
-semantics_mod = None
-try:  # written by another engineer; the domain tests above do not need it
-    from ptxasw.emulator import semantics as semantics_mod  # type: ignore[no-redef]
-except ImportError:  # pragma: no cover - until semantics.py exists
-    semantics_mod = None
-
-from ptxasw.parser import ir, isa  # noqa: E402
+from ptxasw import ir  # noqa: E402
+from ptxasw.emulator.semantics import instructions as semantics_mod  # noqa: E402
+from ptxasw.ir import isa  # noqa: E402
 from ptxasw.parser.frontend import parse_ptx  # noqa: E402
 
 INT_TYPES = {".u16": 16, ".s16": 16, ".u32": 32, ".s32": 32, ".u64": 64, ".s64": 64}
@@ -496,7 +492,6 @@ def _instruction(text: str) -> ir.Instruction:
 
 def _compare_form(text: str, rng: random.Random) -> tuple[list[str], int]:
     """Run one instruction on both domains; (failures, registers checked)."""
-    assert semantics_mod is not None
     try:
         inst = _instruction(text)
     except Exception as exc:  # a form the parser refuses is a bug in this list
@@ -539,7 +534,6 @@ def _compare_form(text: str, rng: random.Random) -> tuple[list[str], int]:
     return failures, checked
 
 
-@pytest.mark.skipif(semantics_mod is None, reason="ptxasw.emulator.semantics not written yet")
 def test_instruction_semantics_agree_between_domains() -> None:
     """Every form, on Z3 variables and on random lanes, gives equal results."""
     rng = random.Random(1234)

@@ -18,11 +18,11 @@ import pytest
 import z3
 from click.testing import CliRunner
 
-from ptxasw.emulator.symbolic_exec import Access, Budget, KernelAnalysis, analyze_kernel, analyze_module
-from ptxasw.parser import ir
+from ptxasw import ir
+from ptxasw.emulator.symbolic.executor import Access, Budget, KernelAnalysis, analyze_kernel, analyze_module
 from ptxasw.parser.frontend import parse_ptx
 
-pytest.importorskip("ptxasw.emulator.semantics")
+pytest.importorskip("ptxasw.emulator.semantics.instructions")
 
 KERNELS = Path(__file__).resolve().parent / "kernels"
 
@@ -436,7 +436,7 @@ def test_module_analysis_and_json() -> None:
 
 
 def test_trace_command_text_and_json(tmp_path: Path) -> None:
-    from ptxasw.emulator.trace_cli import trace_command
+    from ptxasw.cli.trace import trace_command
 
     ptx = tmp_path / "k.ptx"
     ptx.write_text(HEADER + STENCIL_1D + DIVERGENT)
@@ -452,7 +452,7 @@ def test_trace_command_text_and_json(tmp_path: Path) -> None:
 
 
 def test_trace_command_errors_are_one_line(tmp_path: Path) -> None:
-    from ptxasw.emulator.trace_cli import trace_command
+    from ptxasw.cli.trace import trace_command
 
     bad = tmp_path / "bad.ptx"
     bad.write_text(HEADER + ".visible .entry k( {\n")

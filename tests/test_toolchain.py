@@ -21,13 +21,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from ptxasw.toolkit import (
+from ptxasw.cli.toolkit import toolkit_group
+from ptxasw.driver.toolkit import (
     SHADOW_MARKER,
     ToolkitError,
     create_shadow_toolkit,
     find_cuda_toolkit,
     ptxas_script,
-    toolkit_group,
 )
 
 REPO = Path(__file__).resolve().parent.parent
@@ -82,7 +82,7 @@ def test_shadow_mirrors_the_toolkit_but_ptxas(tmp_path: Path, env_clean: pytest.
     assert (dest / "bin" / "nvcc").is_symlink() and (dest / "bin" / "nvcc.profile").is_symlink()
     script = dest / "bin" / "ptxas"
     assert not script.is_symlink() and os.access(script, os.X_OK)
-    assert "ptxasw.wrapper" in script.read_text()
+    assert "ptxasw.driver.ptxas" in script.read_text()
     assert json.loads((dest / SHADOW_MARKER).read_text())["cuda"] == str(cuda.resolve())
 
 

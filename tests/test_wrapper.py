@@ -1,4 +1,4 @@
-"""Tests of the drop-in ptxas (ptxasw.wrapper) and the GCC as shim (ptxasw.gcc_as).
+"""Tests of the drop-in ptxas (ptxasw.driver.ptxas) and the GCC as shim (ptxasw.driver.nvptx_as).
 
 Most tests run the wrapper in-process against a fake ptxas that records what
 it was given, so they are fast and need no CUDA; a few use NVIDIA's ptxas
@@ -18,8 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from ptxasw import gcc_as, wrapper
-from ptxasw.wrapper import (
+from ptxasw.driver import nvptx_as as gcc_as
+from ptxasw.driver import ptxas as wrapper
+from ptxasw.driver.ptxas import (
     LONG_OPTIONS,
     PTXAS_OPTIONS,
     SHORT_OPTIONS,
@@ -480,7 +481,7 @@ def test_spinning_pipeline_is_cut_off_and_the_process_exits(fake: Fake, ptx: Pat
     env["PYTHONPATH"] = os.pathsep.join([str(HOOKS_DIR), str(REPO)])
     env["FAKE_TOOL_RC"] = "7"
     proc = subprocess.run(
-        [sys.executable, "-m", "ptxasw.wrapper", "-arch", "sm_90", str(ptx)],
+        [sys.executable, "-m", "ptxasw.driver.ptxas", "-arch", "sm_90", str(ptx)],
         env=env,
         capture_output=True,
         text=True,
@@ -774,7 +775,7 @@ def test_an_internal_bug_outside_the_pipeline_still_assembles(
 ) -> None:
     """Fail-open covers our whole wrapper, not only the pipeline: a crash in the
     option parser prints one warning and the real ptxas runs on the user's arguments."""
-    import ptxasw.wrapper as wrapper
+    import ptxasw.driver.ptxas as wrapper
 
     real = shutil.which("ptxas")
     if real is None:

@@ -1,5 +1,7 @@
-"""Instruction semantics over two value domains (Z3 symbolic, NumPy concrete).
+"""The emulator: instruction semantics written once over a value domain.
 
-Not written yet: see the emulator issue. The package exists so the layout of
-DESIGN.md holds from the start.
+`semantics` holds the shared layer (domain and machine protocols, the
+instruction semantics); `concrete` the NumPy domain and the grid interpreter
+(the CPU reference, the CI oracle); `symbolic` the Z3 domain and the
+symbolic executor whose memory traces the synthesis reads.
 """

@@ -19,10 +19,11 @@ import lark
 from lark import Lark, Token, Transformer
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
+from ptxasw import ir
 from ptxasw.errors import PtxError, PtxSyntaxError
-from ptxasw.parser import ir, isa
+from ptxasw.ir import isa
+from ptxasw.ir.printer import format_expr
 from ptxasw.parser.lexer import SIMPLE_INSTRUCTION, SIMPLE_OPERAND, LexError, PtxLexer
-from ptxasw.parser.printer import format_expr
 
 GRAMMAR_PATH = Path(__file__).with_name("ptx.lark")
 

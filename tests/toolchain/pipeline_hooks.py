@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 @dataclass
 class Result:
-    """Same shape as ptxasw.pipeline.PipelineResult."""
+    """Same shape as ptxasw.driver.pipeline.PipelineResult."""
 
     text: str
     passes: list[dict] = field(default_factory=list)
@@ -36,7 +36,7 @@ def raise_ptx_error(text: str, name: str) -> Result:
     """A diagnostic with a location, as the parser raises for bad PTX."""
     try:
         from ptxasw.errors import PtxError
-        from ptxasw.parser.ir import SourceLoc
+        from ptxasw.ir import SourceLoc
     except ImportError:  # the parser package is being written; keep the shape
         raise _LocatedError("unexpected token 'bogus'", f"{name}:3:7") from None
     raise PtxError("unexpected token 'bogus'", SourceLoc(name, 3, 7))

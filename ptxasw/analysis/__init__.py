@@ -1,0 +1,1 @@
+"""Analyses over the IR: control-flow graph, dominators, loops, liveness."""

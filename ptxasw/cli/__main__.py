@@ -1,0 +1,5 @@
+"""``python -m ptxasw.cli``: the same as the ``ptxasw`` command."""
+
+from ptxasw.cli import main
+
+main()

@@ -1,0 +1,882 @@
+"""The drop-in ``ptxas``: run ptxasw's pipeline on each PTX input, then NVIDIA's ptxas.
+
+Why it is built this way:
+
+* It must accept every ``ptxas`` command line unchanged, so it understands the
+  option table of ptxas 13.0 (`PTXAS_OPTIONS`) well enough to tell option
+  values from input files, including ``--options-file`` contents and
+  ``--input-as-string`` modules, and passes everything else through verbatim.
+* It must never break a build: any failure of ours (bad PTX for our parser, a
+  bug, a hang cut off by ``PTXASW_TIMEOUT``, or ptxas rejecting what we wrote)
+  falls back to assembling the original PTX, with one warning line.
+* It must never run itself in a loop: the real ptxas is looked up skipping
+  anything that is one of our shims, and every child gets the list of tools
+  already chosen (``PTXASW_VISITED_PTXAS``) so a shim we could not recognise
+  still cannot recurse.
+
+The input file is never modified: rewritten PTX goes to a private temporary
+directory under the input's own basename (ptxas records the basename of its
+input in the cubin when ``-g`` is given), and the temporary directory is
+removed afterwards. The fail-open machinery here (`transform_ptx`,
+`run_transformed`, `find_real_tool`, `passthrough`, `conclude` and the
+console entry point `console_main`) is shared with the GCC ``as`` shim in
+`ptxasw.driver.nvptx_as`.
+
+Environment:
+
+``PTXASW_REAL_PTXAS``  path of NVIDIA's ptxas (else PATH, ``$CUDA_HOME/bin``,
+                       ``/usr/local/cuda/bin``).
+``PTXASW_DISABLE=1``   run the real ptxas untouched.
+``PTXASW_TIMEOUT``     seconds the pipeline may take per input (default 60).
+``PTXASW_LOG=FILE``    append one JSON line per invocation.
+``PTXASW_PIPELINE``    ``module:function`` to run instead of
+                       ``ptxasw.driver.pipeline:run_pipeline`` (tests, experiments).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ENV_REAL_PTXAS = "PTXASW_REAL_PTXAS"
+ENV_DISABLE = "PTXASW_DISABLE"
+ENV_LOG = "PTXASW_LOG"
+ENV_TIMEOUT = "PTXASW_TIMEOUT"
+ENV_PIPELINE = "PTXASW_PIPELINE"
+ENV_VISITED_PTXAS = "PTXASW_VISITED_PTXAS"
+
+DEFAULT_TIMEOUT = 60.0
+DEFAULT_PIPELINE = "ptxasw.driver.pipeline:run_pipeline"
+
+#: A script whose first bytes contain this string is one of our own ptxas
+#: shims (wrappers/ptxas, a shadow toolkit's bin/ptxas, the console script).
+PTXAS_SHIM_MARKER = b"ptxasw.driver.ptxas"
+
+#: ptxas's own exit status for fatal errors; we use it for ours.
+EXIT_FATAL = 255
+
+_OPTIONS_FILE_DEPTH = 16
+
+
+class WrapperError(Exception):
+    """A problem that stops the wrapper itself (no real tool): one line to the user."""
+
+
+# --------------------------------------------------------------------------
+# The ptxas 13.0 option table
+
+
+@dataclass(frozen=True, slots=True)
+class OptionSpec:
+    """One ptxas option: its names and whether it takes a value.
+
+    ``glued`` marks the short forms that also take their value glued on
+    (``-O3``, ``-m64``); ptxas 13.0 accepts that for no other option.
+    ``optional`` marks a short form whose value is optional and then only
+    glued or after ``=`` (``-O`` alone is valid; ``-O 2`` makes ``2`` an input).
+    """
+
+    long: str
+    short: str | None
+    takes_value: bool
+    glued: bool = False
+    optional: bool = False
+
+
+def _opt(long: str, short: str | None = None, value: bool = False, **kw: bool) -> OptionSpec:
+    return OptionSpec(long, short, value, **kw)
+
+
+#: Every option printed by ``ptxas --help`` of CUDA 13.0, checked one by one
+#: against the real ptxas. Help lists -dlcm/-dscm/-flcm/-fscm without a value,
+#: but they take one (``-dlcm ca``); ``-O`` takes an optional glued value.
+PTXAS_OPTIONS: tuple[OptionSpec, ...] = (
+    _opt("Ofast-compile", "Ofc", True),
+    _opt("allow-expensive-optimizations", "allow-expensive-optimizations", True),
+    _opt("compile-as-tools-patch", "astoolspatch"),
+    _opt("compile-only", "c"),
+    _opt("compiler-annotations", "annotate"),
+    _opt("def-load-cache", "dlcm", True),
+    _opt("def-store-cache", "dscm", True),
+    _opt("device-debug", "g"),
+    _opt("device-function-maxrregcount", "func-maxrregcount", True),
+    _opt("device-stack-protector", "device-stack-protector", True),
+    _opt("disable-optimizer-constants", "disable-optimizer-consts"),
+    _opt("disable-warnings", "w"),
+    _opt("dont-merge-basicblocks", "no-bb-merge"),
+    _opt("entry", "e", True),
+    _opt("extensible-whole-program", "ewp"),
+    _opt("fmad", "fmad", True),
+    _opt("force-load-cache", "flcm", True),
+    _opt("force-store-cache", "fscm", True),
+    _opt("g-tensor-memory-access-check", "g-tmem-access-check"),
+    _opt("generate-line-info", "lineinfo"),
+    _opt("gno-tensor-memory-access-check", "gno-tmem-access-check"),
+    _opt("gpu-name", "arch", True),
+    _opt("help", "h"),
+    _opt("input-as-string", "ias", True),
+    _opt("legacy-bar-warp-wide-behavior", "legacy-bar-warp-wide-behavior"),
+    _opt("list-version", "version-ls"),
+    _opt("machine", "m", True, glued=True),
+    _opt("make-errors-visible-at-exit", "make-errors-visible-at-exit"),
+    _opt("maxntid", "maxntid", True),
+    _opt("maxrregcount", "maxrregcount", True),
+    _opt("minnctapersm", "minnctapersm", True),
+    _opt("opt-level", "O", True, glued=True, optional=True),
+    _opt("optimize-float-atomics", "opt-fp-atomics"),
+    _opt("options-file", "optf", True),
+    _opt("output-file", "o", True),
+    _opt("override-directive-values", "override-directive-values"),
+    _opt("position-independent-code", "pic", True),
+    _opt("preserve-relocs", "preserve-relocs"),
+    _opt("register-usage-level", "regUsageLevel", True),
+    _opt("return-at-end", "ret-end"),
+    _opt("sanitize", "sanitize", True),
+    _opt("sp-bounds-check", "sp-bounds-check"),
+    _opt("split-compile", "split-compile", True),
+    _opt("suppress-async-bulk-multicast-advisory-warning", "suppress-async-bulk-multicast-advisory-warning"),
+    _opt("suppress-debug-info", "suppress-debug-info"),
+    _opt("suppress-double-demote-warning", "suppress-double-demote-warning"),
+    _opt("suppress-sparse-mma-advisory-info", "suppress-sparse-mma-advisory-info"),
+    _opt("suppress-stack-size-warning", "suppress-stack-size-warning"),
+    _opt("verbose", "v"),
+    _opt("version", "V"),
+    _opt("warn-on-double-precision-use", "warn-double-usage"),
+    _opt("warn-on-local-memory-usage", "warn-lmem-usage"),
+    _opt("warn-on-spills", "warn-spills"),
+    _opt("warning-as-error", "Werror"),
+)
+
+LONG_OPTIONS: dict[str, OptionSpec] = {o.long: o for o in PTXAS_OPTIONS}
+SHORT_OPTIONS: dict[str, OptionSpec] = {o.short: o for o in PTXAS_OPTIONS if o.short}
+_GLUED = {o.short: o for o in PTXAS_OPTIONS if o.glued and o.short}
+
+#: Options that make ptxas print something and stop: passed straight through.
+PASSTHROUGH_OPTIONS = frozenset({"help", "version", "list-version"})
+
+
+@dataclass
+class Arg:
+    """One option or operand of a ptxas command line, with the tokens it came from.
+
+    ``kind`` is ``option`` (known option), ``unknown`` (an option ptxas may
+    reject; passed through as it is), ``input`` (a PTX file), ``stdin`` (``-``),
+    ``ias`` (a PTX module given with ``--input-as-string``) or ``optf`` (an
+    ``--options-file`` option; ``children`` holds what its files say, or None
+    when a file could not be read, in which case ptxas reports it).
+    """
+
+    tokens: list[str]
+    kind: str
+    spec: OptionSpec | None = None
+    value: str | None = None
+    inline: bool = False
+    children: list[Arg] | None = None
+
+
+def split_options_file(text: str) -> list[str]:
+    """Split an options file into tokens the way ptxas 13.0 does.
+
+    Whitespace separates tokens, double quotes group (and may sit inside a
+    token: ``ab"c d"e``), a backslash escapes the next character; single
+    quotes and ``#`` are ordinary characters.
+    """
+    tokens: list[str] = []
+    cur: list[str] = []
+    have = False
+    quoted = False
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "\\" and i + 1 < len(text):
+            cur.append(text[i + 1])
+            have = True
+            i += 2
+            continue
+        if ch == '"':
+            quoted = not quoted
+            have = True
+        elif ch.isspace() and not quoted:
+            if have:
+                tokens.append("".join(cur))
+                cur, have = [], False
+        else:
+            cur.append(ch)
+            have = True
+        i += 1
+    if have:
+        tokens.append("".join(cur))
+    return tokens
+
+
+def parse_ptxas_args(argv: Sequence[str], *, _depth: int = 0) -> list[Arg]:
+    """Split a ptxas command line into options and PTX inputs.
+
+    Never raises: what we do not understand is kept as an ``unknown`` option
+    and handed to ptxas, which knows best how to complain about it.
+    """
+    args: list[Arg] = []
+    i = 0
+    n = len(argv)
+    while i < n:
+        tok = argv[i]
+        i += 1
+        if tok == "-":
+            args.append(Arg([tok], "stdin"))
+            continue
+        if not tok.startswith("-"):
+            args.append(Arg([tok], "input", value=tok))
+            continue
+        if tok.startswith("--"):
+            name, eq, val = tok[2:].partition("=")
+            spec = LONG_OPTIONS.get(name)
+            optional = False
+        else:
+            name, eq, val = tok[1:].partition("=")
+            spec = SHORT_OPTIONS.get(name)
+            optional = spec is not None and spec.optional
+            if spec is None and len(tok) > 2 and tok[1] in _GLUED:
+                # -O3, -m64 (and, as in ptxas, -maxrregcount32 means -m axrregcount32).
+                spec = _GLUED[tok[1]]
+                name, eq, val = tok[1], "=", tok[2:]
+        if spec is None:
+            args.append(Arg([tok], "unknown"))
+            continue
+        tokens = [tok]
+        value: str | None = None
+        inline = False
+        if spec.takes_value:
+            if eq:
+                value, inline = val, True
+            elif not optional and i < n:
+                value = argv[i]
+                tokens.append(argv[i])
+                i += 1
+        arg = Arg(tokens, "option", spec, value, inline)
+        if spec.long == "input-as-string" and value is not None:
+            arg.kind = "ias"
+        elif spec.long == "options-file" and value is not None:
+            arg.kind = "optf"
+            arg.children = _read_options_files(value, _depth)
+        args.append(arg)
+    return args
+
+
+def _read_options_files(value: str, depth: int) -> list[Arg] | None:
+    """Parse the files named by an --options-file value; None if any is unreadable."""
+    if depth >= _OPTIONS_FILE_DEPTH:
+        return None
+    tokens: list[str] = []
+    for name in value.split(","):
+        try:
+            text = Path(name).read_text(encoding="utf-8", errors="surrogateescape")
+        except OSError:
+            return None
+        tokens.extend(split_options_file(text))
+    return parse_ptxas_args(tokens, _depth=depth + 1)
+
+
+def iter_args(args: Iterable[Arg]) -> Iterable[Arg]:
+    """Every argument, descending into options files in command-line order."""
+    for a in args:
+        yield a
+        if a.children:
+            yield from iter_args(a.children)
+
+
+def ptx_inputs(args: Iterable[Arg]) -> list[Arg]:
+    """The PTX modules of a command line: files, ``-`` and --input-as-string."""
+    return [a for a in iter_args(args) if a.kind in ("input", "stdin", "ias")]
+
+
+def has_option(args: Iterable[Arg], long: str) -> bool:
+    """Whether the command line (options files included) has option ``--long``."""
+    return any(a.spec is not None and a.spec.long == long for a in iter_args(args))
+
+
+def render_args(args: Iterable[Arg], replace: Mapping[int, str]) -> list[str]:
+    """Rebuild the command line, replacing the inputs whose ``id`` is in ``replace``.
+
+    An options file that holds a replaced input is spelled out in place;
+    everything else keeps its original tokens.
+    """
+    out: list[str] = []
+    for a in args:
+        new = replace.get(id(a))
+        if new is not None and a.kind == "input":
+            out.append(new)
+        elif new is not None and a.kind == "ias":
+            if a.inline:
+                out.append(a.tokens[0].partition("=")[0] + "=" + new)
+            else:
+                out.extend([a.tokens[0], new])
+        elif a.kind == "optf" and a.children and any(id(c) in replace for c in iter_args(a.children)):
+            out.extend(render_args(a.children, replace))
+        else:
+            out.extend(a.tokens)
+    return out
+
+
+# --------------------------------------------------------------------------
+# Finding the real tool
+
+
+def truthy(value: str | None) -> bool:
+    return value is not None and value.strip().lower() not in ("", "0", "false", "no", "off")
+
+
+def is_our_shim(path: Path, marker: bytes) -> bool:
+    """Whether ``path`` is one of our own scripts (it would run us again)."""
+    try:
+        if path.resolve() in _self_paths():
+            return True
+        with open(path, "rb") as f:
+            head = f.read(8192)
+    except OSError:
+        return False
+    return head.startswith(b"#!") and marker in head
+
+
+def _self_paths() -> set[Path]:
+    paths = set()
+    if sys.argv and sys.argv[0] and sys.argv[0] not in ("-c", "-m"):
+        with contextlib.suppress(OSError):
+            paths.add(Path(sys.argv[0]).resolve())
+    return paths
+
+
+def _is_executable(path: Path) -> bool:
+    return path.is_file() and os.access(path, os.X_OK)
+
+
+def visited(env: Mapping[str, str], var: str) -> list[str]:
+    """The real tools that wrappers up the process chain have already chosen."""
+    return [p for p in env.get(var, "").split(os.pathsep) if p]
+
+
+def find_real_tool(
+    *,
+    tool: str,
+    env_var: str,
+    names: Sequence[str],
+    fallbacks: Iterable[Path],
+    marker: bytes,
+    visited_var: str,
+    env: Mapping[str, str] | None = None,
+) -> Path:
+    """Find the real ``tool``: ``$env_var``, else PATH (``names``), else ``fallbacks``.
+
+    Skips our own shims and anything already chosen up the process chain, so
+    a shim that execs us again cannot make a loop. Raises WrapperError.
+    """
+    env = os.environ if env is None else env
+    seen = set(visited(env, visited_var))
+    explicit = env.get(env_var)
+    if explicit:
+        p = Path(explicit).expanduser()
+        if not _is_executable(p):
+            raise WrapperError(f"{env_var}={explicit} is not an executable file")
+        if is_our_shim(p, marker):
+            raise WrapperError(f"{env_var}={explicit} is ptxasw's own wrapper; point it at the real {tool}")
+        if str(p.resolve()) in seen:
+            raise WrapperError(
+                f"{env_var}={explicit} runs ptxasw again (a loop); point it at the real {tool}"
+            )
+        return p
+    candidates: list[Path] = []
+    for d in env.get("PATH", os.defpath).split(os.pathsep):
+        candidates.extend(Path(d or ".") / name for name in names)
+    candidates.extend(fallbacks)
+    for p in candidates:
+        if not _is_executable(p) or is_our_shim(p, marker):
+            continue
+        if str(p.resolve()) in seen:
+            continue
+        return p
+    raise WrapperError(f"cannot find the real {tool}: set {env_var} to its path")
+
+
+def find_real_ptxas(env: Mapping[str, str] | None = None) -> Path:
+    """NVIDIA's ptxas: $PTXASW_REAL_PTXAS, PATH, $CUDA_HOME/bin, /usr/local/cuda/bin."""
+    env = os.environ if env is None else env
+    fallbacks = [Path(env[v]) / "bin" / "ptxas" for v in ("CUDA_HOME", "CUDA_PATH") if env.get(v)]
+    fallbacks.append(Path("/usr/local/cuda/bin/ptxas"))
+    return find_real_tool(
+        tool="ptxas",
+        env_var=ENV_REAL_PTXAS,
+        names=["ptxas"],
+        fallbacks=fallbacks,
+        marker=PTXAS_SHIM_MARKER,
+        visited_var=ENV_VISITED_PTXAS,
+        env=env,
+    )
+
+
+def child_env(real: Path, visited_var: str) -> dict[str, str]:
+    """The environment for the real tool: ours plus the loop guard."""
+    env = dict(os.environ)
+    env[visited_var] = os.pathsep.join([*visited(env, visited_var), str(real.resolve())])
+    return env
+
+
+# --------------------------------------------------------------------------
+# Running the pipeline, fail-open
+
+
+@dataclass
+class Outcome:
+    """What became of one PTX module: the text to assemble (None: the original) and why."""
+
+    name: str
+    status: str  # "ok" (rewritten or unchanged) or "fallback"
+    text: str | None = None
+    passes: list[dict] = field(default_factory=list)
+    seconds: float = 0.0
+    error: str | None = None
+    where: str | None = None
+    timed_out: bool = False
+
+    @property
+    def rewritten(self) -> bool:
+        """Whether the PTX to assemble differs from the input text (a private copy is used)."""
+        return self.text is not None
+
+    def warning(self) -> str:
+        """The one warning line for a fallback."""
+        return f"ptxasw: warning: {self.where or self.name}: {self.error}; assembling the original PTX"
+
+    def record(self) -> dict[str, Any]:
+        """The JSON-able summary for PTXASW_LOG."""
+        rec: dict[str, Any] = {
+            "input": self.name,
+            "status": self.status,
+            "rewritten": self.rewritten,
+            "seconds": round(self.seconds, 6),
+            "passes": self.passes,
+        }
+        if self.error is not None:
+            rec["error"] = self.error
+            rec["where"] = self.where or self.name
+        if self.timed_out:
+            rec["timed_out"] = True
+        return rec
+
+
+def timeout_seconds(env: Mapping[str, str] | None = None) -> float:
+    """PTXASW_TIMEOUT in seconds (default 60; a bad value means the default)."""
+    env = os.environ if env is None else env
+    try:
+        t = float(env.get(ENV_TIMEOUT, DEFAULT_TIMEOUT))
+    except ValueError:
+        return DEFAULT_TIMEOUT
+    return t if t > 0 else DEFAULT_TIMEOUT
+
+
+def load_pipeline(env: Mapping[str, str] | None = None) -> Callable[[str, str], Any]:
+    """The pipeline function named by PTXASW_PIPELINE (default ptxasw.driver.pipeline:run_pipeline)."""
+    env = os.environ if env is None else env
+    spec = env.get(ENV_PIPELINE) or DEFAULT_PIPELINE
+    module, _, attr = spec.partition(":")
+    fn = getattr(importlib.import_module(module), attr or "run_pipeline")
+    if not callable(fn):
+        raise TypeError(f"{spec} is not callable")
+    return fn
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split()) or "(no message)"
+
+
+def _describe(exc: BaseException, name: str) -> tuple[str, str]:
+    """(where, message) for an exception: PtxError's location, else the input name."""
+    loc = getattr(exc, "loc", None)
+    if loc is not None and getattr(loc, "line", 0):
+        where = str(loc)
+        message = getattr(exc, "message", None) or str(exc)
+        if message.startswith(where + ": "):
+            message = message[len(where) + 2 :]
+        return where, _one_line(message)
+    if type(exc).__name__.endswith("PtxError") or hasattr(exc, "loc"):
+        return name, _one_line(getattr(exc, "message", None) or str(exc))
+    return name, _one_line(f"internal error ({type(exc).__name__}): {exc}")
+
+
+_hung_workers: list[threading.Thread] = []
+
+
+def transform_ptx(text: str, name: str, timeout: float | None = None) -> Outcome:
+    """Run the pipeline on one PTX module under a time-out; never raises.
+
+    The pipeline runs in a daemon thread: a hang is abandoned after
+    ``timeout`` seconds (the process then exits without waiting for it).
+    """
+    timeout = timeout_seconds() if timeout is None else timeout
+    box: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            fn = load_pipeline()
+            box["result"] = fn(text, name)
+        except BaseException as exc:  # fail-open takes everything, SystemExit included
+            box["error"] = exc
+
+    start = time.monotonic()
+    worker = threading.Thread(target=work, name="ptxasw-pipeline", daemon=True)
+    worker.start()
+    worker.join(timeout)
+    seconds = time.monotonic() - start
+    if worker.is_alive():
+        _hung_workers.append(worker)
+        return Outcome(
+            name, "fallback", seconds=seconds, error=f"time-out after {timeout:g} s", timed_out=True
+        )
+    if "error" in box:
+        where, message = _describe(box["error"], name)
+        return Outcome(name, "fallback", seconds=seconds, error=message, where=where)
+    result = box.get("result")
+    new = getattr(result, "text", None)
+    if not isinstance(new, str):
+        return Outcome(
+            name, "fallback", seconds=seconds, error="internal error: the pipeline returned no PTX text"
+        )
+    passes = [_jsonable(p) for p in (getattr(result, "passes", None) or [])]
+    return Outcome(name, "ok", text=None if new == text else new, passes=passes, seconds=seconds)
+
+
+def transform_or_skip(text: str, name: str, timeout: float, earlier: Sequence[Outcome]) -> Outcome:
+    """`transform_ptx`, unless an earlier input of this run timed out (its thread may still spin)."""
+    if any(o.timed_out for o in earlier):
+        return Outcome(name, "fallback", error="not transformed after an earlier time-out")
+    return transform_ptx(text, name, timeout)
+
+
+def _jsonable(value: Any) -> Any:
+    """Make a pass record safe to json.dumps (unknown objects become strings)."""
+    return json.loads(json.dumps(value, default=str))
+
+
+# --------------------------------------------------------------------------
+# Running the real tool, with a second chance on the original
+
+
+@dataclass
+class Run:
+    """How the real tool was run: exit status, and whether we fell back to the original."""
+
+    returncode: int
+    retried: bool = False
+    rejected: str | None = None
+
+
+def _exit_status(rc: int) -> int:
+    return 128 - rc if rc < 0 else rc
+
+
+def run_tool(
+    cmd: Sequence[str], env: Mapping[str, str], stdin: bytes | None, capture: bool
+) -> subprocess.CompletedProcess[bytes]:
+    """Run the real tool; stdin is inherited unless we have bytes for it."""
+    return subprocess.run(
+        list(cmd),
+        env=dict(env),
+        input=stdin,
+        stdout=subprocess.PIPE if capture else None,
+        stderr=subprocess.PIPE if capture else None,
+        check=False,
+    )
+
+
+def run_transformed(
+    new_cmd: Sequence[str],
+    orig_cmd: Sequence[str],
+    env: Mapping[str, str],
+    *,
+    new_stdin: bytes | None,
+    orig_stdin: bytes | None,
+    changed: bool,
+    rename: Mapping[str, str] | None = None,
+) -> Run:
+    """Run the tool on our PTX; if it fails there, run it again on the original.
+
+    When nothing changed this is one plain run. Otherwise the first run's
+    output is held back: on success it is replayed, on failure it is dropped
+    (we warn in one line) and the original command's output is what the user
+    sees, so a bug of ours can never fail a build that would have passed.
+    ``rename`` maps our private copies back to the user's names in the
+    replayed output (ptxas names its input in warnings).
+    """
+    if not changed:
+        return Run(_exit_status(run_tool(orig_cmd, env, orig_stdin, capture=False).returncode))
+    first = run_tool(new_cmd, env, new_stdin, capture=True)
+    if first.returncode == 0:
+        _replay(first, rename or {})
+        return Run(0)
+    detail = _first_line(first.stderr) or _first_line(first.stdout)
+    rejected = f"exit {_exit_status(first.returncode)}" + (f": {detail}" if detail else "")
+    second = run_tool(orig_cmd, env, orig_stdin, capture=False)
+    return Run(_exit_status(second.returncode), retried=True, rejected=rejected)
+
+
+def _first_line(data: bytes | None) -> str:
+    for line in (data or b"").decode("utf-8", "replace").splitlines():
+        if line.strip():
+            return line.strip()
+    return ""
+
+
+def _replay(proc: subprocess.CompletedProcess[bytes], rename: Mapping[str, str]) -> None:
+    for data, stream in ((proc.stdout, sys.stdout), (proc.stderr, sys.stderr)):
+        for ours, theirs in rename.items():
+            data = data.replace(os.fsencode(ours), os.fsencode(theirs)) if data else data
+        if data:
+            stream.flush()
+            stream.buffer.write(data)
+            stream.flush()
+
+
+def warn(message: str) -> None:
+    """One line on stderr, prefixed like the rest of ptxasw's diagnostics."""
+    print(f"ptxasw: warning: {message}", file=sys.stderr, flush=True)
+
+
+def append_log(record: dict[str, Any], env: Mapping[str, str] | None = None) -> None:
+    """Append one JSON line to $PTXASW_LOG (a failure to log never fails the build)."""
+    env = os.environ if env is None else env
+    path = env.get(ENV_LOG)
+    if not path:
+        return
+    line = json.dumps(record, default=str, sort_keys=True) + "\n"
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, line.encode("utf-8"))
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        warn(f"cannot write {ENV_LOG}={path}: {exc.strerror or exc}")
+
+
+def private_copy(tmp: Path, index: int, name: str, text: str) -> Path:
+    """Write ``text`` as TMP/INDEX/BASENAME: a private file with the input's basename."""
+    d = tmp / str(index)
+    d.mkdir()
+    path = d / (os.path.basename(name) or "input.ptx")
+    path.write_bytes(text.encode("utf-8", "surrogateescape"))
+    return path
+
+
+def read_stdin() -> bytes:
+    """All of our standard input (for a ``-`` input)."""
+    return sys.stdin.buffer.read() if sys.stdin is not None else b""
+
+
+# --------------------------------------------------------------------------
+# One invocation, start to end (the ptxas wrapper and the GCC as shim)
+
+
+def log_record(tool: str, argv: Sequence[str], real: Path) -> dict[str, Any]:
+    """The PTXASW_LOG record of one invocation, as it starts."""
+    return {
+        "tool": tool,
+        "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "argv": list(argv),
+        "cwd": os.getcwd(),
+        "real": str(real),
+        "inputs": [],
+    }
+
+
+def bypass_status(visited_var: str) -> str | None:
+    """Why the real tool must run untouched, or None: ``"disabled"``
+    (PTXASW_DISABLE) or ``"nested"`` (an ancestor wrapper already transformed
+    this PTX and chose a "real" tool that led back here: just run the next
+    real one)."""
+    if truthy(os.environ.get(ENV_DISABLE)):
+        return "disabled"
+    if visited(os.environ, visited_var):
+        return "nested"
+    return None
+
+
+def passthrough(
+    cmd: Sequence[str], env: dict[str, str], record: dict[str, Any], start: float, *, allow_exec: bool
+) -> int:
+    """Run the real tool on the user's command line, untouched.
+
+    As a program with no log to write, we exec it (nothing of ours stays in
+    between); otherwise we wait for it to log its exit code.
+    """
+    if allow_exec and not env.get(ENV_LOG):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.execve(cmd[0], list(cmd), env)
+    rc = _exit_status(run_tool(cmd, env, None, capture=False).returncode)
+    record.update(real_exit=rc, seconds=round(time.monotonic() - start, 6))
+    append_log(record)
+    return rc
+
+
+def conclude(record: dict[str, Any], run: Run, outcomes: Sequence[Outcome], start: float, tool: str) -> int:
+    """Warn when ``tool`` rejected our PTX, complete the log record and log it.
+
+    Returns the real tool's exit status.
+    """
+    if run.retried and run.returncode == 0:
+        # (when the original fails too, the PTX itself is bad: the tool has said so)
+        warn(f"{tool} rejected the rewritten PTX ({run.rejected}); assembled the original PTX")
+    fell_back = run.retried or any(o.status == "fallback" for o in outcomes)
+    record.update(
+        status="fallback" if fell_back else "ok",
+        inputs=[o.record() for o in outcomes],
+        real_exit=run.returncode,
+        seconds=round(time.monotonic() - start, 6),
+    )
+    if run.retried:
+        record["rejected"] = run.rejected
+    append_log(record)
+    return run.returncode
+
+
+# --------------------------------------------------------------------------
+# The ptxas wrapper
+
+
+def run_wrapper(argv: Sequence[str], *, allow_exec: bool = False) -> int:
+    """The whole wrapper: find ptxas, transform the inputs, run it, log. Returns the exit code."""
+    start = time.monotonic()
+    real = find_real_ptxas()
+    env = child_env(real, ENV_VISITED_PTXAS)
+    record = log_record("ptxas", argv, real)
+    status = bypass_status(ENV_VISITED_PTXAS)
+    if status is not None:
+        record["status"] = status
+        return passthrough([str(real), *argv], env, record, start, allow_exec=allow_exec)
+    args = parse_ptxas_args(argv)
+    inputs = ptx_inputs(args)
+    if not inputs or any(has_option(args, o) for o in PASSTHROUGH_OPTIONS):
+        record["status"] = "passthrough"
+        return passthrough([str(real), *argv], env, record, start, allow_exec=allow_exec)
+
+    timeout = timeout_seconds()
+    replace: dict[int, str] = {}
+    rename: dict[str, str] = {}
+    orig_stdin: bytes | None = None
+    new_stdin: bytes | None = None
+    outcomes: list[Outcome] = []
+    tmp = Path(tempfile.mkdtemp(prefix="ptxasw-"))
+    try:
+        ias_count = 0
+        for index, arg in enumerate(inputs):
+            if arg.kind == "stdin":
+                if orig_stdin is not None:
+                    continue  # ptxas reads standard input once
+                orig_stdin = read_stdin()
+                name, data = "<stdin>", orig_stdin
+            elif arg.kind == "ias":
+                ias_count += 1
+                name, data = (
+                    f"<input-as-string {ias_count}>",
+                    (arg.value or "").encode("utf-8", "surrogateescape"),
+                )
+            else:
+                name = arg.value or ""
+                try:
+                    data = Path(name).read_bytes()
+                except OSError:
+                    continue  # ptxas will say it cannot open it
+            text = data.decode("utf-8", "surrogateescape")
+            outcome = transform_or_skip(text, name, timeout, outcomes)
+            outcomes.append(outcome)
+            if outcome.status == "fallback":
+                print(outcome.warning(), file=sys.stderr, flush=True)
+            elif outcome.text is not None:
+                if arg.kind == "stdin":
+                    new_stdin = outcome.text.encode("utf-8", "surrogateescape")
+                elif arg.kind == "ias":
+                    replace[id(arg)] = outcome.text
+                else:
+                    replace[id(arg)] = str(private_copy(tmp, index, name, outcome.text))
+                    rename[replace[id(arg)]] = name
+        changed = bool(replace) or new_stdin is not None
+        if orig_stdin is not None and new_stdin is None:
+            new_stdin = orig_stdin
+        new_cmd = [str(real), *render_args(args, replace)]
+        orig_cmd = [str(real), *argv]
+        run = run_transformed(
+            new_cmd, orig_cmd, env, new_stdin=new_stdin, orig_stdin=orig_stdin, changed=changed, rename=rename
+        )
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return conclude(record, run, outcomes, start, "ptxas")
+
+
+# --------------------------------------------------------------------------
+# Console entry points
+
+
+def finish(rc: int, as_program: bool) -> int:
+    """Return ``rc``; as a program with a hung pipeline thread, exit at once instead."""
+    if as_program and any(t.is_alive() for t in _hung_workers):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(rc)
+    return rc
+
+
+def console_main(
+    run: Callable[..., int],
+    argv: Sequence[str] | None,
+    find_real: Callable[[], Path],
+    visited_var: str,
+) -> int:
+    """A console entry point: ``run(args, allow_exec=...)``, whose exit code is
+    the real tool's.
+
+    Fail-open to the end: a bug of ours anywhere in ``run`` (not only in the
+    pipeline, which `transform_ptx` already guards) prints one warning and
+    runs the real tool on the user's own arguments. Only a missing real tool
+    is fatal (one line, `EXIT_FATAL`).
+
+    ``argv`` None means we are the program (arguments from ``sys.argv``): the
+    real tool may then replace us (exec), and a hung pipeline thread must not
+    keep us alive.
+    """
+    as_program = argv is None
+    args = sys.argv[1:] if argv is None else list(argv)
+    try:
+        rc = run(args, allow_exec=as_program)
+    except (WrapperError, OSError) as exc:
+        print(f"ptxasw: error: {exc}", file=sys.stderr)
+        rc = EXIT_FATAL
+    except KeyboardInterrupt:
+        rc = 130
+    except Exception as exc:  # never break the user's build
+        warn(f"internal error ({type(exc).__name__}: {_one_line(str(exc))}); running the real tool unchanged")
+        try:
+            real = find_real()
+            rc = subprocess.run([str(real), *args], env=child_env(real, visited_var), check=False).returncode
+        except (WrapperError, OSError) as fatal:
+            print(f"ptxasw: error: {fatal}", file=sys.stderr)
+            rc = EXIT_FATAL
+    return finish(rc, as_program)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Console entry point ``ptxasw-ptxas``: behaves as ptxas; the exit code is ptxas's."""
+    return console_main(run_wrapper, argv, find_real_ptxas, ENV_VISITED_PTXAS)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""The concrete domain (NumPy lanes) and the grid interpreter built on it."""

@@ -1,0 +1,1631 @@
+"""The symbolic executor: one symbolic thread per kernel, memory traces per flow.
+
+This is sections 4.1-4.3 of the PTXASW paper over the shared instruction
+semantics (`ptxasw.emulator.semantics.instructions`) and the Z3 domain
+(`ptxasw.emulator.symbolic.domain`); `SymbolicExecutor` is the `Machine` the
+semantics run on.
+
+- **Registers** hold Z3 bit-vector expressions. Special registers (``%tid.x``,
+  ``%ntid.y``, ``%laneid``...) are symbols constrained by their ISA ranges
+  (``%tid.x < %ntid.x <= 1024``, ``%ntid.x * %ntid.y * %ntid.z <= 1024``,
+  ``%laneid < 32``, ``%lanemask_lt == (1 << %laneid) - 1``...); a register's
+  facts enter the solver when it is first read, so kernels that never read
+  ``%ntid.z`` never pay for the multiplication.
+- **Kernel parameters** (``ld.param`` of an entry parameter) are constants
+  named ``param_<name>`` (``param_0`` for nvcc's ``<kernel>_param_0``),
+  printed ``load(param_0)`` as in the paper's Listing 5.
+- **Memory** is a list of store events per flow. A load walks it backwards:
+  a store to a provably equal address (solver, under the path condition)
+  gives its value (or the bytes of it the load reads); a provably disjoint
+  one is skipped; anything else that may overwrite the location ends the
+  walk. The load then returns an uninterpreted function of the address,
+  ``load_global_32(addr)``, versioned by that blocking event
+  (``load_global_32@7``), so two loads are equal exactly when nothing may
+  have changed the location in between. A store also marks every earlier
+  load of the flow it may overwrite (``Flow.killed``); read-only loads
+  (``ld.global.nc``, ``ldu``, ``ld.const``) are never invalidated. Barriers,
+  calls and loops that store clobber what they may change.
+- **Paths**: a branch whose condition the solver cannot decide under the
+  path condition forks the flow; each side records its assumption and sees
+  the guard predicate as a constant afterwards (paper, 4.2). Infeasible sides
+  are pruned. ``ret``/``exit``/``trap`` end a flow.
+- **Loops** (natural loops of `ptxasw.analysis.cfg`) run one abstract
+  iteration: on entry, every register the loop writes becomes a value of a
+  fresh iteration symbol ``iter_<header>#n`` (64 bits, non-negative). An
+  induction variable (one unguarded integer ``add``/``sub`` of a constant or
+  loop-invariant step, executed on every iteration) becomes
+  ``init + step*iter``, so strides stay visible in addresses; other
+  registers that the loop only adds to become ``init + loop_<header>#n.<reg>``
+  (the paper's clipped initial value), the rest fresh values. A flow ends
+  when it comes back to the header; flows that leave continue after it.
+- **Memoisation**: a flow that enters a block with the same live registers,
+  memory and loop context as an earlier flow stops (``merged``).
+- **Solver**: queries go first to a cache of recent models, then to the query
+  with non-linear terms abstracted (sound for proving unsat), then to Z3
+  itself with a deterministic resource limit.
+- **Budgets**: wall time, flows, steps and per-query solver effort. When one
+  runs out the kernel is ``partial`` with the reason, and everything found
+  so far is returned; nothing here can hang.
+
+Public API: `analyze_kernel`, `analyze_module`, `Budget`, `KernelAnalysis`
+(with ``to_json()`` and ``format()``), `Flow`, `Access`, `Stats`.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import z3
+
+from ptxasw import ir
+from ptxasw.analysis.cfg import CFG, Loop, build_cfg, is_special_register
+from ptxasw.emulator.symbolic.domain import SymbolicDomain, as_bool, const_value, pretty, simplify
+from ptxasw.ir import isa
+from ptxasw.ir.printer import format_instruction
+
+__all__ = [
+    "RLIMIT_PER_MS",
+    "Access",
+    "Budget",
+    "Flow",
+    "KernelAnalysis",
+    "Stats",
+    "SymbolicExecutor",
+    "analyze_kernel",
+    "analyze_module",
+]
+
+BV = z3.BitVecRef
+
+# --------------------------------------------------------------------------
+# Results
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Limits of one kernel's analysis; exceeding any makes it ``partial``.
+
+    ``time_s``: wall-clock seconds for the kernel. ``max_paths``: flows
+    (forks beyond it follow one side only). ``solver_timeout_ms``: the effort
+    per solver query (an undecided query is treated conservatively: both
+    branch sides feasible, addresses may alias). It is enforced as a Z3
+    resource limit of `RLIMIT_PER_MS` units per millisecond, calibrated on
+    the 2-core development machine, so that answers do not depend on how
+    busy the machine is; a wall-clock cap of five times the timeout is the
+    safety net. ``max_steps``: instructions executed over all flows.
+    """
+
+    time_s: float = 10.0
+    max_paths: int = 256
+    solver_timeout_ms: int = 200
+    max_steps: int = 200_000
+
+
+# Z3 resource units per millisecond of solving on the development machine
+# (measured: ~1.2 million units per 200 ms of bit-vector work).
+RLIMIT_PER_MS = 6000
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Access:
+    """One memory event of a flow, in execution order.
+
+    ``kind``: ``ld``, ``st``, ``atom`` or ``bar`` (a barrier: other threads'
+    stores become visible; no address). ``space``: ``.global``, ``.shared``,
+    ``.local``, ``.const``, ``.param`` or ``generic``. ``address`` is
+    simplified; ``value`` is the loaded, stored or (atom) old value.
+    ``guard`` is the instruction's guard when not known to hold.
+    ``conditions`` is how many conjuncts of the flow's path condition held
+    when the access ran (a prefix: path conditions only grow). ``loops``
+    names the iteration symbols of the abstracted loops around it, innermost
+    last (empty: straight-line code). ``version`` is the memory version a load
+    read (0: memory as at kernel entry; -1: a kernel parameter; else the
+    event that may have changed it). ``readonly``: a load of memory nothing
+    writes while the kernel runs (``ld.global.nc``, ``ldu``, ``ld.const``),
+    so no store of this thread or barrier invalidates it. ``source``: the
+    CUDA/Fortran position from ``.loc``, if any.
+    """
+
+    kind: str
+    space: str | None
+    nbytes: int
+    address: BV | None
+    value: BV | None
+    inst: ir.Instruction
+    index: int
+    block: int
+    guard: z3.BoolRef | None
+    conditions: int
+    loops: tuple[str, ...]
+    version: int
+    source: str | None
+    readonly: bool = False
+
+
+@dataclass(eq=False)
+class Flow:
+    """One explored path: its accesses and path condition.
+
+    A flow forked from ``parent`` shares the parent's first ``fork_index``
+    accesses (they are repeated in ``trace``). ``killed`` maps the trace index
+    of a load to the trace index of the first later store (or atomic, or
+    barrier) of this flow that may overwrite it. ``end``: ``ret``, ``exit``,
+    ``trap``, ``fell-off`` (past the last instruction), ``loop`` (back at a
+    loop header: one abstract iteration done), ``merged`` (same state as flow
+    ``merged_into`` at block ``end_block``), ``cycle`` (an irreducible cycle),
+    ``budget`` (stopped by a budget).
+    """
+
+    id: int
+    parent: int | None = None
+    fork_index: int = 0
+    condition: tuple[z3.BoolRef, ...] = ()
+    trace: list[Access] = field(default_factory=list)
+    killed: dict[int, int] = field(default_factory=dict)
+    blocks: list[int] = field(default_factory=list)
+    end: str = "running"
+    end_block: int | None = None
+    merged_into: int | None = None
+
+    @property
+    def loads(self) -> list[Access]:
+        return [a for a in self.trace if a.kind == "ld"]
+
+    @property
+    def stores(self) -> list[Access]:
+        return [a for a in self.trace if a.kind == "st"]
+
+
+@dataclass
+class Stats:
+    """Counters of one kernel's analysis."""
+
+    instructions: int = 0
+    blocks: int = 0
+    loops: int = 0
+    paths: int = 0
+    forks: int = 0
+    pruned: int = 0
+    merged: int = 0
+    dropped: int = 0
+    loop_entries: int = 0
+    steps: int = 0
+    solver_calls: int = 0
+    solver_unknown: int = 0
+    solver_seconds: float = 0.0
+    model_hits: int = 0
+    seconds: float = 0.0
+
+
+@dataclass
+class KernelAnalysis:
+    """The analysis of one kernel: flows with their traces, and how it went."""
+
+    kernel: str
+    flows: list[Flow]
+    status: str  # "complete" | "partial"
+    reason: str | None
+    stats: Stats
+    unknown: list[tuple[str, str, str]] = field(default_factory=list)  # (ptx loc, mnemonic, why)
+    names: dict[str, str] = field(default_factory=dict)  # symbol -> display name
+    # Facts true in every flow (special-register ranges, iteration counts >= 0):
+    # what a later query about these traces (shuffle detection) should assume.
+    assumptions: list[z3.BoolRef] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        return self.status == "complete"
+
+    def show(self, e: z3.ExprRef) -> str:
+        """An expression as printed in traces (parameters as ``load(param_0)``)."""
+        return pretty(e, names=self.names)
+
+    def counts(self) -> tuple[int, int]:
+        """Distinct load and store instructions seen over all flows (reads of
+        kernel parameters are not counted as loads)."""
+        loads = {a.index for f in self.flows for a in f.trace if a.kind == "ld" and a.version >= 0}
+        stores = {a.index for f in self.flows for a in f.trace if a.kind in ("st", "atom")}
+        return len(loads), len(stores)
+
+    def to_json(self, spaces: Iterable[str] | None = None) -> dict[str, Any]:
+        """A JSON-able dict: expressions both pretty and as SMT-LIB terms."""
+        keep = None if spaces is None else set(spaces)
+        flows = []
+        for flow in self.flows:
+            accesses = []
+            for i, a in enumerate(flow.trace):
+                if keep is not None and a.space not in keep and a.kind != "bar":
+                    continue
+                accesses.append(
+                    {
+                        "index": i,
+                        "kind": a.kind,
+                        "space": a.space,
+                        "bytes": a.nbytes,
+                        "address": None if a.address is None else self.show(a.address),
+                        "address_smt": None if a.address is None else a.address.sexpr(),
+                        "value": None if a.value is None else self.show(a.value),
+                        "guard": None if a.guard is None else self.show(a.guard),
+                        "instruction": format_instruction(a.inst).strip(),
+                        "ptx_loc": str(a.inst.loc),
+                        "source": a.source,
+                        "block": a.block,
+                        "conditions": a.conditions,
+                        "loops": list(a.loops),
+                        "version": a.version,
+                        "killed_by": flow.killed.get(i),
+                    }
+                )
+            flows.append(
+                {
+                    "id": flow.id,
+                    "parent": flow.parent,
+                    "fork_index": flow.fork_index,
+                    "end": flow.end,
+                    "end_block": flow.end_block,
+                    "merged_into": flow.merged_into,
+                    "condition": [self.show(c) for c in flow.condition],
+                    "blocks": flow.blocks,
+                    "accesses": accesses,
+                }
+            )
+        loads, stores = self.counts()
+        return {
+            "kernel": self.kernel,
+            "status": self.status,
+            "reason": self.reason,
+            "loads": loads,
+            "stores": stores,
+            "stats": {k: (round(v, 6) if isinstance(v, float) else v) for k, v in vars(self.stats).items()},
+            "unknown": [{"loc": loc, "instruction": m, "reason": r} for loc, m, r in self.unknown],
+            "assumptions": [self.show(a) for a in self.assumptions],
+            "flows": flows,
+        }
+
+    def format(self, spaces: Iterable[str] | None = None, shared: bool = False) -> str:
+        """The human form, close to the paper's Listing 5.
+
+        A forked flow prints only what follows its fork (``shared``: all).
+        ``spaces`` filters the accesses shown (barriers always show).
+        """
+        keep = None if spaces is None else set(spaces)
+        s = self.stats
+        loads, stores = self.counts()
+        head = (
+            f"kernel {self.kernel}: {self.status}"
+            + (f" ({self.reason})" if self.reason else "")
+            + f"; {len(self.flows)} flows, {loads} loads, {stores} stores, "
+            f"{s.solver_calls} solver calls, {s.seconds:.3f} s"
+        )
+        lines = [head]
+        for loc, mnemonic, why in self.unknown:
+            lines.append(f"  note: {loc}: {mnemonic} not modelled ({why})")
+        for flow in self.flows:
+            end = flow.end if flow.merged_into is None else f"merged into flow {flow.merged_into}"
+            origin = f", forked from flow {flow.parent}" if flow.parent is not None else ""
+            lines.append(f"flow {flow.id} [{end}{origin}]")
+            if flow.condition:
+                conjuncts = [c for item in flow.condition for c in _conjuncts(item)]
+                cond = " && ".join(_paren(self.show(c)) for c in conjuncts)
+                lines.append(f"  if {cond}")
+            start = 0 if shared or flow.parent is None else flow.fork_index
+            if start:
+                lines.append(f"  ... {start} accesses as in flow {flow.parent}")
+            for i in range(start, len(flow.trace)):
+                a = flow.trace[i]
+                if keep is not None and a.space not in keep and a.kind != "bar":
+                    continue
+                lines.append("  " + self._format_access(flow, i, a))
+        return "\n".join(lines)
+
+    def _format_access(self, flow: Flow, i: int, a: Access) -> str:
+        loc = a.inst.loc
+        ptx = f"{os.path.basename(loc.file)}:{loc.line}"
+        where = f"{a.source}, {ptx}" if a.source else ptx
+        if a.kind == "bar":
+            return f"BAR  ; {format_instruction(a.inst).strip()}  ({where})"
+        tag = {"ld": "LD", "st": "ST", "atom": "ATOM"}[a.kind]
+        space = a.space.lstrip(".") if a.space else "?"
+        text = f"{tag}.{space}.{a.nbytes * 8}: {self.show(a.address) if a.address is not None else '?'}"
+        if a.kind == "st" and a.value is not None:
+            value = self.show(a.value)
+            text += f" <- {value if len(value) <= 100 else value[:97] + '...'}"
+        extras = []
+        if a.guard is not None:
+            extras.append(f"if {self.show(a.guard)}")
+        if a.loops:
+            extras.append("in loop " + ", ".join(a.loops))
+        killed = flow.killed.get(i)
+        if killed is not None:
+            extras.append(f"overwritten by #{killed}")
+        tail = f"  [{'; '.join(extras)}]" if extras else ""
+        return f"#{i} {text}{tail}  ; {format_instruction(a.inst).strip()}  ({where})"
+
+
+def _paren(text: str) -> str:
+    return f"({text})" if " || " in text else text
+
+
+def _conjuncts(c: z3.BoolRef) -> list[z3.BoolRef]:
+    """``a && b`` as ``[a, b]`` (nested conjunctions flattened)."""
+    if z3.is_and(c):
+        return [x for child in c.children() for x in _conjuncts(child)]
+    return [c]
+
+
+# --------------------------------------------------------------------------
+# Internal state
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class _MemEvent:
+    """A store to ``space`` (exact address) or a clobber (anything); either
+    may change what loads of ``spaces`` read."""
+
+    id: int
+    kind: str  # "store" | "clobber"
+    spaces: frozenset[str]
+    space: str | None = None
+    address: BV | None = None
+    nbytes: int = 0
+    value: BV | None = None
+    guard: z3.BoolRef | None = None
+
+
+@dataclass(eq=False)
+class _LoopCtx:
+    loop: Loop
+    iter: BV
+    name: str
+
+
+@dataclass(eq=False)
+class _State:
+    flow: Flow
+    block: int
+    env: dict[tuple[str, str | None], BV]
+    pc: tuple[z3.BoolRef, ...]
+    mem: list[_MemEvent]
+    loops: list[_LoopCtx]
+    visited: set[int]
+    pending: int | None = None  # an edge to follow when the flow resumes
+
+    def fork(self, flow: Flow) -> _State:
+        return _State(
+            flow, self.block, dict(self.env), self.pc, list(self.mem), list(self.loops), set(self.visited)
+        )
+
+
+@dataclass
+class _LoopInfo:
+    """What entering a loop needs, computed once per loop."""
+
+    label: str
+    written: set[str]
+    induction: dict[str, tuple[int, ir.Operand, int]]  # reg -> (sign, step operand, width)
+    additive: set[str]
+    clobbers: frozenset[str]
+
+
+class _BudgetExceeded(Exception):
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+# The register the semantics keep the carry flag of add.cc/addc in.
+_CARRY = "%__cc"
+
+# Which spaces a store (or clobber) of one space may change.
+_ALIASES = {
+    ".global": frozenset({".global", "generic"}),
+    ".shared": frozenset({".shared", "generic"}),
+    ".local": frozenset({".local", "generic"}),
+    ".param": frozenset({".param", "generic"}),
+    ".const": frozenset({".const", "generic"}),
+    "generic": frozenset({".global", ".shared", ".local", ".param", "generic"}),
+}
+_ALL_WRITABLE = frozenset({".global", ".shared", ".local", ".param", "generic"})
+
+# (name, selector) of special registers with ISA ranges; the rest are free symbols.
+_DIMS = ("x", "y", "z")
+_SPECIAL_64 = {"%clock64", "%globaltimer", "%gridid"}
+_VOLATILE = {"%clock", "%clock_hi", "%clock64", "%globaltimer", "%globaltimer_lo", "%globaltimer_hi"}
+
+
+def _normalize_space(space: str | None) -> str:
+    if space is None or space == "generic":
+        return "generic"
+    base = space.split("::")[0]
+    return base if base in _ALIASES else "generic"
+
+
+# --------------------------------------------------------------------------
+# Solver with a cache of models and scopes that follow the path condition
+
+
+class _Incremental:
+    """One incremental Z3 solver whose push scopes mirror a path condition.
+
+    Depth-first exploration shares prefixes, so switching flows pops and
+    pushes a few scopes instead of rebuilding the solver; facts true in
+    every flow (register ranges) sit below all scopes.
+    """
+
+    def __init__(self) -> None:
+        self.solver = z3.Solver()
+        self.solver.set("random_seed", 0)
+        self.scopes: list[z3.BoolRef] = []
+
+    def add_base(self, facts: Sequence[z3.BoolRef]) -> None:
+        depth = len(self.scopes)
+        if depth:
+            self.solver.pop(depth)
+        self.solver.add(*facts)
+        for c in self.scopes:
+            self.solver.push()
+            self.solver.add(c)
+
+    def sync(self, pc: Sequence[z3.BoolRef]) -> None:
+        common = 0
+        for a, b in zip(self.scopes, pc, strict=False):
+            if a is not b and not a.eq(b):
+                break
+            common += 1
+        drop = len(self.scopes) - common
+        if drop:
+            self.solver.pop(drop)
+            del self.scopes[common:]
+        for c in pc[common:]:
+            self.solver.push()
+            self.solver.add(c)
+            self.scopes.append(c)
+
+    def check(
+        self, pc: Sequence[z3.BoolRef], extra: Sequence[z3.BoolRef], timeout_ms: int, rlimit: int
+    ) -> tuple[z3.CheckSatResult, z3.ModelRef | None]:
+        """The answer, and a model when it is sat (taken before the pop).
+        ``rlimit`` bounds this check's work; ``timeout_ms`` its wall time."""
+        self.sync(pc)
+        self.solver.set("timeout", timeout_ms)
+        self.solver.set("rlimit", rlimit)
+        self.solver.push()
+        try:
+            self.solver.add(*extra)
+            result = self.solver.check()
+            return result, (self.solver.model() if result == z3.sat else None)
+        finally:
+            self.solver.pop()
+
+
+class _Model:
+    """A model kept for answering later queries without the solver."""
+
+    __slots__ = ("checked", "memo", "model", "ok")
+
+    def __init__(self, model: z3.ModelRef) -> None:
+        self.model = model
+        self.memo: dict[int, tuple[z3.ExprRef, bool]] = {}
+        self.checked = 0  # axioms evaluated so far
+        self.ok = True  # all of them hold
+
+    def holds(self, f: z3.ExprRef) -> bool:
+        key = f.get_id()
+        hit = self.memo.get(key)
+        if hit is None:
+            hit = (f, z3.is_true(self.model.eval(f, model_completion=True)))
+            self.memo[key] = hit
+        return hit[1]
+
+
+_NONLINEAR = (
+    z3.Z3_OP_BUDIV,
+    z3.Z3_OP_BUDIV_I,
+    z3.Z3_OP_BSDIV,
+    z3.Z3_OP_BSDIV_I,
+    z3.Z3_OP_BUREM,
+    z3.Z3_OP_BUREM_I,
+    z3.Z3_OP_BSREM,
+    z3.Z3_OP_BSREM_I,
+    z3.Z3_OP_BSMOD,
+    z3.Z3_OP_BSMOD_I,
+    z3.Z3_OP_BSHL,
+    z3.Z3_OP_BLSHR,
+    z3.Z3_OP_BASHR,
+)
+
+
+class _Solver:
+    """Z3 queries under a path condition, answered as cheaply as possible.
+
+    1. A cache of recent models: a query one of them satisfies is sat
+       (most "can this branch go both ways" questions).
+    2. The query with every non-linear term (a product of two unknowns, a
+       division or shift by an unknown) replaced by a variable of its own:
+       an over-approximation, so unsat there is unsat for real. Products of
+       thread and block indices with parameters are what makes bit-blasting
+       slow, and proofs of disjoint addresses rarely need them.
+    3. The real query, with the timeout.
+    """
+
+    def __init__(self, timeout_ms: int, stats: Stats, deadline: float, budget_s: float) -> None:
+        self.real = _Incremental()
+        self.abstract = _Incremental()
+        self.timeout_ms = timeout_ms
+        self.rlimit = max(1, timeout_ms * RLIMIT_PER_MS)
+        self.budget_s = budget_s
+        self.stats = stats
+        self.deadline = deadline
+        self.axioms: list[z3.BoolRef] = []
+        self.pending: list[z3.BoolRef] = []
+        self.models: list[_Model] = []
+        self._abs_vars: dict[int, tuple[z3.ExprRef, z3.ExprRef]] = {}
+        self._abs_cache: dict[int, tuple[z3.ExprRef, z3.ExprRef]] = {}
+
+    def assume(self, axiom: z3.BoolRef) -> None:
+        """A fact true in every flow (a register range); added at the base."""
+        self.pending.append(axiom)
+
+    def _flush(self) -> None:
+        if not self.pending:
+            return
+        self.real.add_base(self.pending)
+        self.abstract.add_base([self._abstracted(a) for a in self.pending])
+        self.axioms.extend(self.pending)
+        self.pending = []
+
+    def _abstracted(self, f: z3.ExprRef) -> z3.ExprRef:
+        """``f`` with its maximal non-linear subterms replaced by variables
+        (the same subterm always by the same variable)."""
+        key = f.get_id()
+        hit = self._abs_cache.get(key)
+        if hit is not None:
+            return hit[1]
+        pairs: list[tuple[z3.ExprRef, z3.ExprRef]] = []
+        seen: set[int] = set()
+        stack = [f]
+        while stack:
+            node = stack.pop()
+            nid = node.get_id()
+            if nid in seen or not z3.is_app(node):
+                continue
+            seen.add(nid)
+            kind = node.decl().kind()
+            nonlinear = False
+            if kind == z3.Z3_OP_BMUL:
+                nonlinear = sum(1 for c in node.children() if not z3.is_bv_value(c)) >= 2
+            elif kind in _NONLINEAR:
+                nonlinear = not z3.is_bv_value(node.arg(1))
+            if nonlinear:
+                var = self._abs_vars.get(nid)
+                if var is None:
+                    var = (node, z3.BitVec(f"nl!{len(self._abs_vars)}", node.size()))
+                    self._abs_vars[nid] = var
+                pairs.append((node, var[1]))
+                continue
+            stack.extend(node.children())
+        out = z3.substitute(f, *pairs) if pairs else f
+        self._abs_cache[key] = (f, out)
+        return out
+
+    def _cached(self, formulas: Sequence[z3.BoolRef]) -> bool:
+        """Whether a recent model satisfies the axioms and ``formulas``.
+
+        Each model remembers what it made of every formula it evaluated (the
+        formula is kept with the answer, so its id cannot be reused) and how
+        many axioms it was checked against; path conditions repeat from query
+        to query, so most evaluations are dictionary hits.
+        """
+        axioms = self.axioms + self.pending
+        for i, entry in enumerate(self.models):
+            if entry.checked < len(axioms):
+                entry.ok = entry.ok and all(entry.holds(f) for f in axioms[entry.checked :])
+                entry.checked = len(axioms)
+            if entry.ok and all(entry.holds(f) for f in formulas):
+                if i:
+                    self.models.insert(0, self.models.pop(i))
+                return True
+        return False
+
+    def _timeout(self) -> int:
+        """The wall-clock cap of the next check: the safety net behind the
+        resource limit, never past the kernel's deadline."""
+        remaining = self.deadline - time.perf_counter()
+        if remaining <= 0:
+            raise _BudgetExceeded(f"time budget of {self.budget_s:g} s exceeded")
+        return max(1, min(5 * self.timeout_ms, int(remaining * 1000)))
+
+    def check(self, pc: Sequence[z3.BoolRef], extra: Sequence[z3.BoolRef]) -> bool | None:
+        """Is ``pc ∧ extra`` (with the axioms) satisfiable? None: unknown."""
+        if self._cached([*pc, *extra]):
+            self.stats.model_hits += 1
+            return True
+        self._flush()
+        start = time.perf_counter()
+        try:
+            self.stats.solver_calls += 1
+            apc = [self._abstracted(c) for c in pc]
+            aextra = [self._abstracted(c) for c in extra]
+            if any(not a.eq(c) for a, c in zip([*apc, *aextra], [*pc, *extra], strict=True)):
+                if self.abstract.check(apc, aextra, self._timeout(), self.rlimit)[0] == z3.unsat:
+                    return False
+                self.stats.solver_calls += 1
+            result, model = self.real.check(pc, extra, self._timeout(), self.rlimit)
+            if model is not None:
+                self.models.insert(0, _Model(model))
+                del self.models[6:]
+                return True
+            if result == z3.unsat:
+                return False
+            self.stats.solver_unknown += 1
+            return None
+        finally:
+            self.stats.solver_seconds += time.perf_counter() - start
+
+
+# --------------------------------------------------------------------------
+# The executor (and the symbolic Machine)
+
+
+class SymbolicExecutor:
+    """Explores one kernel; also the `Machine` the semantics run against.
+
+    The semantics object is created once; the executor points ``self.state``
+    at the flow being run before executing its instructions.
+    """
+
+    def __init__(self, module: ir.Module, fn: ir.Function, budget: Budget | None = None) -> None:
+        from ptxasw.emulator.semantics.instructions import Semantics  # written alongside; imported late
+
+        self.module = module
+        self.fn = fn
+        self.budget = budget or Budget()
+        self.dom = SymbolicDomain()
+        self.cfg: CFG = build_cfg(fn)
+        self.stats = Stats(
+            instructions=len(self.cfg.instructions), blocks=len(self.cfg.blocks), loops=len(self.cfg.loops)
+        )
+        self.start = time.perf_counter()
+        self.deadline = self.start + self.budget.time_s
+        self.solver = _Solver(self.budget.solver_timeout_ms, self.stats, self.deadline, self.budget.time_s)
+        self.semantics = Semantics(self)
+        self.state: _State | None = None
+        self.inst_index = 0
+        self.flows: list[Flow] = []
+        self._unknown: dict[int, tuple[str, str, str]] = {}
+        self.names: dict[str, str] = {}
+        self.specials: dict[str, BV] = {}
+        self.symbols: dict[str, str] = {}  # "&name" constant -> symbol name
+        self.params = self._kernel_params()
+        self.param_names = {display for display, _ in self.params.values()}
+        self.sources = self._source_positions()
+        self.loop_infos: dict[int, _LoopInfo] = {}
+        self.loop_by_header = {loop.header: loop for loop in self.cfg.loops}
+        self.memo: dict[tuple[Any, ...], tuple[int, list[BV]]] = {}
+        self.counter = 0
+        self.loop_entries = 0
+        self.partial: str | None = None
+        self._load_funcs: dict[tuple[str, int, int, int], z3.FuncDeclRef] = {}
+
+    # ---- setup -------------------------------------------------------------
+
+    def _kernel_params(self) -> dict[str, tuple[str, int]]:
+        """Entry parameter name -> (display name, size in bytes)."""
+        out = {}
+        prefix = f"{self.fn.name}_param_"
+        for p in self.fn.params:
+            short = p.name[len(prefix) :] if p.name.startswith(prefix) else p.name
+            bits = isa.type_bits(p.type) or 8
+            count = {".v2": 2, ".v4": 4, ".v8": 8}.get(p.vector or "", 1)
+            for dim in p.array:
+                count *= dim or 1
+            out[p.name] = (f"param_{short}", max(1, bits // 8) * count)
+        return out
+
+    def _source_positions(self) -> dict[int, str]:
+        """Instruction identity -> ``file:line`` of the ``.loc`` before it."""
+        files = {
+            item.index: os.path.basename(item.path)
+            for item in self.module.items
+            if isinstance(item, ir.FileDirective)
+        }
+        out: dict[int, str] = {}
+        current: str | None = None
+        for stmt in self.cfg.statements:
+            if isinstance(stmt, ir.LocDirective):
+                current = f"{files.get(stmt.file, f'file{stmt.file}')}:{stmt.line}"
+            elif isinstance(stmt, ir.Instruction) and current is not None:
+                out[id(stmt)] = current
+        return out
+
+    # ---- the Machine protocol ----------------------------------------------
+
+    def read(self, reg: ir.Register, width: int) -> BV:
+        """A register resized to ``width`` (zero-extended or truncated)."""
+        if is_special_register(reg.name):
+            value = self._special(reg)
+        else:
+            st = self._st()
+            key = (reg.name, reg.selector)
+            value = st.env.get(key)
+            if value is None:
+                # Read before any write on this flow (or a loop-written register
+                # before its first write): an unknown initial value.
+                value = self.dom.fresh(f"undef.{_reg_text(reg)}", width)
+                st.env[key] = value
+        return _resize(self.dom, value, width)
+
+    def write(self, reg: ir.Register, value: BV) -> None:
+        if is_special_register(reg.name):
+            return  # read-only; ptxas would refuse the PTX
+        self._st().env[(reg.name, reg.selector)] = value
+
+    def symbol_address(self, name: str, width: int) -> BV:
+        if name == "WARP_SZ":
+            return self.dom.const(32, width)
+        text = f"&{name}"
+        self.symbols[text] = name
+        param = self.params.get(name)
+        if param is not None:
+            self.names[text] = f"&{param[0]}"
+        return z3.BitVec(text, width)
+
+    def load(self, inst: ir.Instruction, space: str, address: BV, nbytes: int, cond: BV | None) -> BV:
+        st = self._st()
+        space = _normalize_space(space)
+        guard = self._guard(cond)
+        if guard is not None and z3.is_false(guard):
+            return self.dom.fresh("unread", 8 * nbytes)
+        address = simplify(address)
+        if space == ".param":
+            value = self._param_value(address, nbytes)
+            if value is not None:
+                # Version -1: a kernel parameter, constant for the whole launch.
+                self._record(st, "ld", space, nbytes, address, value, inst, guard, -1)
+                return value
+        readonly = space == ".const" or inst.opcode == "ldu" or inst.has(".nc")
+        if readonly:
+            # Memory that no one writes during the launch: stores in between
+            # cannot have changed it (they would be a data race ptxas may assume away).
+            value, version = self._initial(space, address, nbytes, 0), 0
+        else:
+            value, version = self._lookup(st, space, address, nbytes)
+        self._record(st, "ld", space, nbytes, address, value, inst, guard, version, readonly)
+        return value
+
+    def store(
+        self, inst: ir.Instruction, space: str, address: BV, value: BV, nbytes: int, cond: BV | None
+    ) -> None:
+        st = self._st()
+        space = _normalize_space(space)
+        guard = self._guard(cond)
+        if guard is not None and z3.is_false(guard):
+            return
+        address = simplify(address)
+        value = _resize(self.dom, value, 8 * nbytes)
+        index = self._record(st, "st", space, nbytes, address, value, inst, guard, 0)
+        self._write_memory(st, space, address, nbytes, value, guard, index)
+
+    def atomic(
+        self,
+        inst: ir.Instruction,
+        space: str,
+        op: str,
+        address: BV,
+        operands: list[BV],
+        nbytes: int,
+        cond: BV | None,
+    ) -> BV:
+        st = self._st()
+        space = _normalize_space(space)
+        guard = self._guard(cond)
+        old = self.dom.fresh(f"atom.{op}", 8 * nbytes)
+        if guard is not None and z3.is_false(guard):
+            return old
+        address = simplify(address)
+        index = self._record(st, "atom", space, nbytes, address, old, inst, guard, 0)
+        new = self.dom.fresh(f"atom.{op}.new", 8 * nbytes)
+        self._write_memory(st, space, address, nbytes, new, guard, index)
+        return old
+
+    def warp(self, inst: ir.Instruction, operands: list[BV], cond: BV | None) -> list[BV]:
+        """Fresh results: what other lanes hold is not modelled here; shuffle
+        detection relates lanes through addresses, not through these values."""
+        return [self.dom.fresh(f"{inst.opcode}", w) for w in _warp_result_widths(inst)]
+
+    def barrier(self, inst: ir.Instruction, cond: BV | None) -> None:
+        st = self._st()
+        if inst.opcode == "bar.warp.sync":
+            return  # orders the warp's own accesses; other lanes' stores are not ours to see
+        # Other threads' stores to shared and global memory become visible.
+        index = self._record(st, "bar", None, 0, None, None, inst, self._guard(cond), 0)
+        spaces = frozenset({".shared", ".global", "generic"})
+        self._clobber(st, spaces, index)
+
+    def convert_address(self, inst: ir.Instruction, space: str, value: BV, to_generic: bool) -> BV:
+        """``cvta`` (an optional hook of the semantics): the identity. Generic
+        and space-specific addresses of one object are the same number here,
+        as for global memory on the GPU; which space is meant is the access's."""
+        return value
+
+    def in_space(self, inst: ir.Instruction, space: str, address: BV) -> BV:
+        """``isspacep`` (an optional hook): unknown, one fresh bit."""
+        return self.dom.fresh(f"isspacep{space}", 1)
+
+    def unknown(self, inst: ir.Instruction, reason: str) -> None:
+        key = self.inst_index
+        if key not in self._unknown:
+            self._unknown[key] = (str(inst.loc), inst.mnemonic, reason)
+
+    # ---- helpers of the machine ---------------------------------------------
+
+    def _st(self) -> _State:
+        assert self.state is not None, "no flow is running"
+        return self.state
+
+    def _guard(self, cond: BV | None) -> z3.BoolRef | None:
+        if cond is None:
+            return None
+        g = z3.simplify(as_bool(cond))
+        return None if z3.is_true(g) else g
+
+    def _special(self, reg: ir.Register) -> BV:
+        text = _reg_text(reg)
+        if reg.name in _VOLATILE:
+            return self.dom.fresh(text, 64 if reg.name in _SPECIAL_64 else 32)
+        value = self.specials.get(text)
+        if value is None:
+            value = z3.BitVec(text, 64 if reg.name in _SPECIAL_64 else 32)
+            self.specials[text] = value
+            for axiom in self._special_axioms(reg.name, reg.selector, value):
+                self.solver.assume(axiom)
+        return value
+
+    def _sym(self, name: str, sel: str | None = None) -> BV:
+        return self._special(ir.Register(name, sel))
+
+    def _special_axioms(self, name: str, sel: str | None, v: BV) -> list[z3.BoolRef]:
+        """The ISA ranges of a special register, in terms of the others."""
+        if name == "%ntid" and sel in _DIMS:
+            out = [z3.UGE(v, 1), z3.ULE(v, 64 if sel == "z" else 1024)]
+            if sel in ("y", "z"):
+                # The block has at most 1024 threads; each factor <= 1024 keeps
+                # the 32-bit product exact.
+                x, y, z = (self.specials.get(f"%ntid.{d}") for d in _DIMS)
+                if sel == "y":
+                    y = v
+                else:
+                    z = v
+                x = x if x is not None else self._sym("%ntid", "x")
+                if y is not None and z is not None:
+                    out.append(z3.ULE(x * y * z, 1024))
+                elif y is not None:
+                    out.append(z3.ULE(x * y, 1024))
+                elif z is not None:
+                    out.append(z3.ULE(x * z, 1024))
+            return out
+        if name == "%tid" and sel in _DIMS:
+            return [z3.ULT(v, self._sym("%ntid", sel))]
+        if name == "%nctaid" and sel in _DIMS:
+            return [z3.UGE(v, 1), z3.ULE(v, 0x7FFFFFFF if sel == "x" else 0xFFFF)]
+        if name == "%ctaid" and sel in _DIMS:
+            return [z3.ULT(v, self._sym("%nctaid", sel))]
+        if name == "%laneid":
+            return [z3.ULT(v, 32)]
+        if name == "%warpid":
+            return [z3.ULT(v, self._sym("%nwarpid"))]
+        if name == "%nwarpid":
+            return [z3.UGE(v, 1), z3.ULE(v, 64)]
+        if name.startswith("%lanemask_"):
+            lane = self._sym("%laneid")
+            one = z3.BitVecVal(1, 32)
+            eq = one << lane
+            lt = eq - 1
+            le = (eq << 1) - 1
+            defs = {"eq": eq, "lt": lt, "le": le, "gt": ~le, "ge": ~lt}
+            return [v == defs[name.removeprefix("%lanemask_")]]
+        pairs = {
+            "%cluster_ctaid": "%cluster_nctaid",
+            "%clusterid": "%nclusterid",
+        }
+        if name in pairs and sel in _DIMS:
+            return [z3.ULT(v, self._sym(pairs[name], sel))]
+        if name == "%cluster_ctarank":
+            return [z3.ULT(v, self._sym("%cluster_nctarank"))]
+        if (name in ("%cluster_nctaid", "%nclusterid") and sel in _DIMS) or name == "%cluster_nctarank":
+            return [z3.UGE(v, 1)]
+        return []
+
+    def _param_value(self, address: BV, nbytes: int) -> BV | None:
+        """The value of a kernel parameter read with ``ld.param``, or None
+        when the address is not an entry parameter (call parameters)."""
+        base, offset = _split_symbol(address)
+        if base is None:
+            return None
+        name = self.symbols.get(base)
+        if name is None or name not in self.params:
+            return None
+        display, size = self.params[name]
+        if offset == 0 and nbytes == size:
+            sym = z3.BitVec(display, 8 * size)
+            self.names[display] = f"load({display})"
+            return sym
+        if offset >= 0 and offset + nbytes <= size and size <= 64:
+            whole = z3.BitVec(display, 8 * size)
+            self.names[display] = f"load({display})"
+            return simplify(z3.Extract(8 * (offset + nbytes) - 1, 8 * offset, whole))
+        part = f"{display}+{offset}"
+        self.names[part] = f"load({part})"
+        return z3.BitVec(part, 8 * nbytes)
+
+    def _load_func(self, space: str, bits: int, version: int, awidth: int) -> z3.FuncDeclRef:
+        key = (space, bits, version, awidth)
+        fn = self._load_funcs.get(key)
+        if fn is None:
+            name = f"load_{space.lstrip('.')}_{bits}" + (f"@{version}" if version else "")
+            if awidth != 64:
+                name += f"_a{awidth}"
+            fn = z3.Function(name, z3.BitVecSort(awidth), z3.BitVecSort(bits))
+            self._load_funcs[key] = fn
+        return fn
+
+    def _lookup(self, st: _State, space: str, address: BV, nbytes: int) -> tuple[BV, int]:
+        """The value at ``address``: forwarded from a store, or the memory
+        function of the version the location was last possibly changed at."""
+        for k in range(len(st.mem) - 1, -1, -1):
+            ev = st.mem[k]
+            if space not in ev.spaces:
+                continue
+            if ev.kind == "clobber" or ev.space != space:
+                # Addresses of different spaces are not comparable: a blocker.
+                return self._initial(space, address, nbytes, ev.id), ev.id
+            assert ev.address is not None and ev.value is not None
+            rel = self._relation(st, address, nbytes, ev.address, ev.nbytes)
+            if rel == "disjoint":
+                continue
+            if isinstance(rel, int) and rel >= 0 and rel + nbytes <= ev.nbytes:
+                # The load reads bytes rel..rel+nbytes of the stored value.
+                value = self.dom.extract(ev.value, 8 * (rel + nbytes) - 1, 8 * rel)
+                if ev.guard is None:
+                    return value, ev.id
+                # A guarded store may not have happened: look further back.
+                older, _ = self._lookup_before(st, k, space, address, nbytes)
+                return simplify(z3.If(ev.guard, value, older)), ev.id
+            return self._initial(space, address, nbytes, ev.id), ev.id
+        return self._initial(space, address, nbytes, 0), 0
+
+    def _lookup_before(self, st: _State, k: int, space: str, address: BV, nbytes: int) -> tuple[BV, int]:
+        saved = st.mem
+        st.mem = saved[:k]
+        try:
+            return self._lookup(st, space, address, nbytes)
+        finally:
+            st.mem = saved
+
+    def _initial(self, space: str, address: BV, nbytes: int, version: int) -> BV:
+        fn = self._load_func(space, 8 * nbytes, version, address.size())
+        return fn(address)  # type: ignore[return-value]
+
+    def _relation(self, st: _State, a: BV, na: int, b: BV, nb: int) -> str | int:
+        """``disjoint``, ``may`` (overlap possible) or the constant byte
+        offset ``a - b`` when it is one (under the path condition)."""
+        if a.size() != b.size():
+            w = max(a.size(), b.size())
+            a, b = _resize(self.dom, a, w), _resize(self.dom, b, w)
+        w = a.size()
+        diff = simplify(a - b)
+        d = const_value(diff)
+        if d is None and self._depends_on_pointer(diff):
+            # The distance moves with a pointer nothing constrains (two
+            # parameters, a loaded pointer): overlap is possible, equality
+            # unprovable; no need to ask the solver.
+            return "may"
+        if d is None and self.solver.check(st.pc, [a != b]) is False:
+            d = 0  # equal under the path condition
+        if d is not None:
+            if d >= nb and (1 << w) - d >= na:
+                return "disjoint"
+            return d if d < (1 << (w - 1)) else d - (1 << w)
+        # [a, a+na) and [b, b+nb) overlap iff (a - b) mod 2^w lies in
+        # [0, nb) or (2^w - na, 2^w): one unsigned comparison on the
+        # already simplified difference.
+        overlap = z3.ULT(diff + (na - 1), na + nb - 1)
+        if self.solver.check(st.pc, [overlap]) is False:
+            return "disjoint"
+        return "may"
+
+    def _depends_on_pointer(self, e: BV) -> bool:
+        """Whether ``e`` mentions a free pointer-sized base: a kernel
+        parameter or symbol address of the address width, or a loaded value
+        of that width."""
+        width = e.size()
+        seen: set[int] = set()
+        stack = [e]
+        while stack:
+            node = stack.pop()
+            key = node.get_id()
+            if key in seen:
+                continue
+            seen.add(key)
+            if z3.is_const(node) and not z3.is_bv_value(node):
+                name = node.decl().name()
+                if node.size() >= width and (name in self.param_names or name.startswith("&")):
+                    return True
+                continue
+            if (
+                z3.is_app_of(node, z3.Z3_OP_UNINTERPRETED)
+                and node.size() >= width
+                and node.decl().name().startswith("load_")
+            ):
+                return True
+            stack.extend(node.children())
+        return False
+
+    def _record(
+        self,
+        st: _State,
+        kind: str,
+        space: str | None,
+        nbytes: int,
+        address: BV | None,
+        value: BV | None,
+        inst: ir.Instruction,
+        guard: z3.BoolRef | None,
+        version: int,
+        readonly: bool = False,
+    ) -> int:
+        flow = st.flow
+        flow.trace.append(
+            Access(
+                kind=kind,
+                space=space,
+                nbytes=nbytes,
+                address=address,
+                value=value,
+                inst=inst,
+                index=self.inst_index,
+                block=st.block,
+                guard=guard,
+                conditions=len(st.pc),
+                loops=tuple(ctx.name for ctx in st.loops),
+                version=version,
+                source=self.sources.get(id(inst)),
+                readonly=readonly,
+            )
+        )
+        return len(flow.trace) - 1
+
+    def _new_event_id(self) -> int:
+        self.counter += 1
+        return self.counter
+
+    def _write_memory(
+        self,
+        st: _State,
+        space: str,
+        address: BV,
+        nbytes: int,
+        value: BV,
+        guard: z3.BoolRef | None,
+        index: int,
+    ) -> None:
+        spaces = _ALIASES[space]
+        # Earlier loads this store may overwrite are no longer valid sources.
+        flow = st.flow
+        for i, a in enumerate(flow.trace[:index]):
+            if a.kind != "ld" or a.version < 0 or a.readonly or i in flow.killed or a.space not in spaces:
+                continue
+            assert a.address is not None
+            if a.space != space or self._relation(st, a.address, a.nbytes, address, nbytes) != "disjoint":
+                flow.killed[i] = index
+        event = _MemEvent(self._new_event_id(), "store", spaces, space, address, nbytes, value, guard)
+        st.mem.append(event)
+
+    def _clobber(self, st: _State, spaces: frozenset[str], index: int | None) -> None:
+        flow = st.flow
+        if index is not None:
+            for i, a in enumerate(flow.trace[:index]):
+                if (
+                    a.kind == "ld"
+                    and a.version >= 0
+                    and not a.readonly
+                    and i not in flow.killed
+                    and a.space in spaces
+                ):
+                    flow.killed[i] = index
+        st.mem.append(_MemEvent(self._new_event_id(), "clobber", spaces))
+
+    # ---- exploration ---------------------------------------------------------
+
+    def run(self) -> KernelAnalysis:
+        entry = _State(Flow(0), self.cfg.entry, {}, (), [], [], set())
+        self.flows.append(entry.flow)
+        work = [entry]
+        try:
+            loop = self.loop_by_header.get(self.cfg.entry)
+            if loop is not None:  # the body starts with a loop: no edge enters it
+                self.state = entry
+                self._enter_loop(entry, loop)
+            while work:
+                st = work.pop()
+                self._run_flow(st, work)
+        except _BudgetExceeded as exc:
+            self.partial = exc.reason
+            if self.state is not None and self.state.flow.end == "running":
+                self._finish(self.state, "budget")
+            for st in work:
+                self._finish(st, "budget")
+        self.stats.paths = len(self.flows)
+        self.stats.loop_entries = self.loop_entries
+        self.stats.seconds = time.perf_counter() - self.start
+        for flow in self.flows:
+            if flow.end == "running":
+                flow.end = "budget"
+        return KernelAnalysis(
+            kernel=self.fn.name,
+            flows=self.flows,
+            status="partial" if self.partial else "complete",
+            reason=self.partial,
+            stats=self.stats,
+            unknown=[self._unknown[k] for k in sorted(self._unknown)],
+            names=dict(self.names),
+            assumptions=[*self.solver.axioms, *self.solver.pending],
+        )
+
+    def _check_budget(self) -> None:
+        if time.perf_counter() > self.deadline:
+            raise _BudgetExceeded(f"time budget of {self.budget.time_s:g} s exceeded")
+        if self.stats.steps > self.budget.max_steps:
+            raise _BudgetExceeded(f"step budget of {self.budget.max_steps} instructions exceeded")
+
+    def _finish(self, st: _State, end: str, merged_into: int | None = None) -> None:
+        flow = st.flow
+        flow.end = end
+        flow.end_block = st.block
+        flow.condition = st.pc
+        flow.merged_into = merged_into
+
+    def _run_flow(self, st: _State, work: list[_State]) -> None:
+        """Run one flow until it ends, pushing the flows it forks on ``work``."""
+        self.state = st
+        cfg = self.cfg
+        if st.pending is not None:
+            target, st.pending = st.pending, None
+            self._goto(st, target)
+            if st.flow.end != "running":
+                return
+        while True:
+            self._check_budget()
+            if st.block == cfg.exit:
+                self._finish(st, "fell-off")
+                return
+            if st.block in st.visited:
+                self._finish(st, "cycle")
+                return
+            key, values = self._memo_key(st)
+            seen = self.memo.get(key)
+            if seen is not None:
+                self.stats.merged += 1
+                self._finish(st, "merged", seen[0])
+                return
+            # The values stay referenced so that their Z3 ids are not reused.
+            self.memo[key] = (st.flow.id, values)
+            st.visited.add(st.block)
+            st.flow.blocks.append(st.block)
+            block = cfg.blocks[st.block]
+            term = block.terminator
+            body = block.instructions[:-1] if term is not None else block.instructions
+            for offset, inst in enumerate(body):
+                self.inst_index = block.start + offset
+                self.stats.steps += 1
+                if offset & 0xFF == 0xFF:
+                    self._check_budget()
+                if inst.opcode == "call":
+                    self._call(st, inst)
+                else:
+                    self._execute(inst)
+            if term is None:
+                self._goto(st, block.fallthrough if block.fallthrough is not None else cfg.exit)
+                if st.flow.end != "running":
+                    return
+                continue
+            self.inst_index = block.stop - 1
+            self.stats.steps += 1
+            nxt = self._terminator(st, block, term, work)
+            if nxt is None:
+                return
+            self._goto(st, nxt)
+            if st.flow.end != "running":
+                return
+
+    def _execute(self, inst: ir.Instruction) -> None:
+        """One non-control-flow instruction, through the shared semantics."""
+        try:
+            self.semantics.execute(inst)
+        except _BudgetExceeded:
+            raise
+        except Exception as exc:  # a semantics gap must not stop the analysis
+            self.unknown(inst, f"{type(exc).__name__}: {exc}")
+            self._havoc_defs(inst)
+
+    def _havoc_defs(self, inst: ir.Instruction) -> None:
+        for reg, typ in isa.typed_defs(inst):
+            width = 1 if typ == ".pred" else (isa.type_bits(typ) or 32)
+            self.write(reg, self.dom.fresh(f"unknown.{reg.name}", width))
+
+    def _call(self, st: _State, inst: ir.Instruction) -> None:
+        """Calls are not followed: results become unknown, and memory the
+        callee could write (everything writable) is clobbered."""
+        callee = next((op.name for op in inst.operands if isinstance(op, ir.Symbol)), "?")
+        self.unknown(inst, f"call to {callee} not followed")
+        self._havoc_defs(inst)
+        self._clobber(st, _ALL_WRITABLE, None)
+
+    def _memo_key(self, st: _State) -> tuple[tuple[Any, ...], list[BV]]:
+        """What makes two flows entering a block behave alike from there on:
+        the live registers' values (by Z3 id: equal terms are one AST), the
+        memory state and the loop context. Also the values themselves."""
+        live = self.cfg.live_in(st.block)
+        values = [v for k, v in st.env.items() if k[0] in live]
+        env = tuple(sorted((k[0], k[1] or "", v.get_id()) for k, v in st.env.items() if k[0] in live))
+        mem = st.mem[-1].id if st.mem else 0
+        loops = tuple(ctx.name for ctx in st.loops)
+        return (st.block, env, mem, loops), values
+
+    def _terminator(self, st: _State, block: Any, term: ir.Instruction, work: list[_State]) -> int | None:
+        """Handle ``bra``/``brx.idx``/``ret``/``exit``/``trap``; the next block
+        of ``st``, or None when the flow ended."""
+        if isa.is_return(term):
+            cond = self._branch_guard(term)
+            if cond is None:
+                self._finish(st, term.opcode)
+                return None
+            # A guarded ret/exit: the flow where it fires ends here.
+            return self._two_way(st, term, cond, self.cfg.exit, block.fallthrough, work)
+        if term.opcode == "bra":
+            cond = self._branch_guard(term)
+            target = block.targets[0]
+            if cond is None:
+                return int(target)
+            return self._two_way(st, term, cond, target, block.fallthrough, work)
+        return self._indirect(st, block, term, work)
+
+    def _branch_guard(self, term: ir.Instruction) -> z3.BoolRef | None:
+        if term.guard is None:
+            return None
+        try:
+            value = self.semantics.branch_condition(term)
+        except Exception as exc:
+            self.unknown(term, f"{type(exc).__name__}: {exc}")
+            value = None
+            if term.guard is not None:
+                value = self.read(term.guard.predicate, 1)
+                if term.guard.negated:
+                    value = self.dom.not_(value)
+        if value is None:
+            return None
+        return z3.simplify(as_bool(value))
+
+    def _fork(self, st: _State, cond: z3.BoolRef, target: int | None) -> _State:
+        """A new flow from ``st`` that assumes ``cond`` and resumes at the
+        edge to ``target`` (None: the caller finishes it)."""
+        parent = st.flow
+        flow = Flow(len(self.flows), parent=parent.id, fork_index=len(parent.trace), trace=list(parent.trace))
+        flow.killed = dict(parent.killed)
+        flow.blocks = list(parent.blocks)
+        self.flows.append(flow)
+        self.stats.forks += 1
+        child = st.fork(flow)
+        child.pc = (*st.pc, cond)
+        child.pending = target
+        return child
+
+    def _over_path_budget(self) -> bool:
+        if len(self.flows) < self.budget.max_paths:
+            return False
+        self.partial = self.partial or f"path budget of {self.budget.max_paths} flows exceeded"
+        self.stats.dropped += 1
+        return True
+
+    def _two_way(
+        self,
+        st: _State,
+        term: ir.Instruction,
+        cond: z3.BoolRef,
+        taken: int,
+        fallthrough: int | None,
+        work: list[_State],
+    ) -> int | None:
+        """A guarded ``bra`` (or ``ret``/``exit``): fork when both sides are
+        feasible under the path condition, else follow the one that is."""
+        ends = isa.is_return(term)
+        not_taken = fallthrough if fallthrough is not None else self.cfg.exit
+        can_take, can_skip = self._sides(st, cond)
+        if can_take and can_skip and self._over_path_budget():
+            can_take = False  # follow the fall-through only
+        if can_take and can_skip:
+            child = self._fork(st, cond, None if ends else taken)
+            self._fix_guard(child, term, True)
+            if ends:
+                self._finish(child, term.opcode)
+            else:
+                work.append(child)
+            st.pc = (*st.pc, z3.simplify(z3.Not(cond)))
+            self._fix_guard(st, term, False)
+            return not_taken
+        if not can_take and not can_skip:
+            # Only with an inconsistent path condition (the solver gave up
+            # earlier): nothing sound to continue with.
+            self._finish(st, "infeasible")
+            return None
+        self.stats.pruned += 1
+        self._fix_guard(st, term, can_take)
+        if not can_take:
+            return not_taken
+        if ends:
+            self._finish(st, term.opcode)
+            return None
+        return taken
+
+    def _sides(self, st: _State, cond: z3.BoolRef) -> tuple[bool, bool]:
+        """Whether the condition can be true, and whether it can be false."""
+        if z3.is_true(cond):
+            return True, False
+        if z3.is_false(cond):
+            return False, True
+        # Decided by an earlier branch on the same condition (the rewriter
+        # makes equal conditions one term): no solver needed.
+        negated = z3.simplify(z3.Not(cond))
+        for known in st.pc:
+            if known.eq(cond):
+                return True, False
+            if known.eq(negated):
+                return False, True
+        first = self.solver.check(st.pc, [cond])
+        if first is False:
+            return False, True
+        second = self.solver.check(st.pc, [z3.Not(cond)])
+        if second is False:
+            return True, False
+        return True, True
+
+    def _fix_guard(self, st: _State, term: ir.Instruction, taken: bool) -> None:
+        """After a branch on ``@%p``, ``%p`` is a known constant on each side."""
+        guard = term.guard
+        if guard is None or is_special_register(guard.predicate.name):
+            return
+        value = taken != guard.negated
+        st.env[(guard.predicate.name, guard.predicate.selector)] = self.dom.const(int(value), 1)
+
+    def _indirect(self, st: _State, block: Any, term: ir.Instruction, work: list[_State]) -> int | None:
+        """``brx.idx %r, table``: one flow per feasible table entry."""
+        index_op = term.operands[0]
+        index = self.read(index_op, 32) if isinstance(index_op, ir.Register) else None
+        guard = self._branch_guard(term)
+        options: list[tuple[z3.BoolRef, int]] = []
+        for k, target in enumerate(block.targets):
+            c = z3.BoolVal(True) if index is None else simplify(index == k)
+            if guard is not None:
+                c = z3.And(guard, c)
+            options.append((c, target))
+        if guard is not None and block.fallthrough is not None:
+            options.append((z3.Not(guard), block.fallthrough))
+        feasible = []
+        for c, target in options:
+            c = z3.simplify(c)
+            if z3.is_false(c):
+                continue
+            if z3.is_true(c) or self.solver.check(st.pc, [c]) is not False:
+                feasible.append((c, target))
+        if not feasible:
+            self._finish(st, "infeasible")
+            return None
+        for c, target in feasible[1:]:
+            if self._over_path_budget():
+                continue
+            work.append(self._fork(st, c, target))
+        c, target = feasible[0]
+        if not z3.is_true(c):
+            st.pc = (*st.pc, c)
+        return target
+
+    # ---- loops -----------------------------------------------------------------
+
+    def _goto(self, st: _State, target: int) -> None:
+        """Follow an edge: leave loops, stop at a back edge, abstract a loop
+        being entered."""
+        while st.loops and target not in st.loops[-1].loop.body:
+            st.loops.pop()
+        loop = self.loop_by_header.get(target)
+        if loop is not None:
+            if any(ctx.loop is loop for ctx in st.loops):
+                st.block = target
+                self._finish(st, "loop")
+                return
+            self._enter_loop(st, loop)
+        st.block = target
+
+    def _loop_info(self, loop: Loop) -> _LoopInfo:
+        info = self.loop_infos.get(loop.header)
+        if info is not None:
+            return info
+        cfg = self.cfg
+        header = cfg.blocks[loop.header]
+        label = header.label or f"B{loop.header}"
+        defs: dict[str, list[tuple[ir.Instruction, int]]] = {}
+        clobbers: set[str] = set()
+        for b in loop.body:
+            for inst in cfg.blocks[b].instructions:
+                for reg in isa.defs(inst):
+                    defs.setdefault(reg.name, []).append((inst, b))
+                if isa.writes_carry(inst):  # the implicit carry flag is a register too
+                    defs.setdefault(_CARRY, []).append((inst, b))
+                if inst.opcode == "call":
+                    clobbers |= _ALL_WRITABLE
+                elif isa.is_store(inst) or isa.is_atomic(inst):
+                    clobbers |= _ALIASES[_normalize_space(isa.state_space(inst))]
+                elif inst.opcode in ("bar", "barrier"):
+                    clobbers |= {".shared", ".global", "generic"}
+        every_iteration = {b for b in loop.body if all(cfg.dominates(b, latch) for latch in loop.latches)}
+        induction: dict[str, tuple[int, ir.Operand, int]] = {}
+        additive: set[str] = set()
+        for name, ds in defs.items():
+            if all(_is_int_addsub(inst) for inst, _ in ds):
+                additive.add(name)
+            if len(ds) != 1:
+                continue
+            inst, b = ds[0]
+            if inst.guard is not None or b not in every_iteration or not _is_int_addsub(inst):
+                continue
+            if len(inst.operands) != 3:
+                continue
+            dst, x, y = inst.operands
+            width = isa.type_bits(isa.instruction_type(inst)) or 0
+            if not isinstance(dst, ir.Register) or dst.selector is not None or width == 0:
+                continue
+            me = ir.Register(name)
+            sign = 1 if inst.opcode == "add" else -1
+            if x == me and _invariant(y, defs):
+                induction[name] = (sign, y, width)
+            elif inst.opcode == "add" and y == me and _invariant(x, defs):
+                induction[name] = (1, x, width)
+        info = _LoopInfo(label, set(defs), induction, additive, frozenset(clobbers))
+        self.loop_infos[loop.header] = info
+        return info
+
+    def _enter_loop(self, st: _State, loop: Loop) -> None:
+        info = self._loop_info(loop)
+        self.loop_entries += 1
+        name = f"{info.label}#{self.loop_entries}"
+        it = z3.BitVec(f"iter_{name}", 64)
+        # Iteration counts are non-negative and far from wrapping.
+        self.solver.assume(z3.ULT(it, z3.BitVecVal(1 << 62, 64)))
+        old = st.env
+        new_env = {k: v for k, v in old.items() if k[0] not in info.written}
+        for reg_name in sorted(info.written):
+            keys = [k for k in old if k[0] == reg_name]
+            ind = info.induction.get(reg_name)
+            for key in keys:
+                init = old[key]
+                w = init.size()
+                if ind is not None and key[1] is None:
+                    sign, step_op, _ = ind
+                    step = self._operand_value(step_op, w)
+                    if step is not None:
+                        count = self.dom.extract(it, w - 1, 0) if w <= 64 else self.dom.zext(it, w)
+                        delta = self.dom.mul(step, count)
+                        new_env[key] = self.dom.add(init, delta) if sign > 0 else self.dom.sub(init, delta)
+                        continue
+                var = z3.BitVec(f"loop_{name}.{_reg_text(ir.Register(*key))}", w)
+                if reg_name in info.additive and w > 1:
+                    new_env[key] = self.dom.add(init, var)
+                else:
+                    new_env[key] = var
+        st.env = new_env
+        if info.clobbers:
+            self._clobber(st, info.clobbers, None)
+        st.loops.append(_LoopCtx(loop, it, f"iter_{name}"))
+
+    def _operand_value(self, op: ir.Operand, width: int) -> BV | None:
+        if isinstance(op, ir.IntImm):
+            return self.dom.const(op.value, width)
+        if isinstance(op, ir.Register):
+            return self.read(op, width)
+        return None
+
+
+# --------------------------------------------------------------------------
+# Small helpers
+
+
+def _reg_text(reg: ir.Register) -> str:
+    return reg.name if reg.selector is None else f"{reg.name}.{reg.selector}"
+
+
+def _resize(dom: SymbolicDomain, value: BV, width: int) -> BV:
+    w = value.size()
+    if w == width:
+        return value
+    if w > width:
+        return dom.extract(value, width - 1, 0)
+    return dom.zext(value, width)
+
+
+def _split_symbol(address: BV) -> tuple[str | None, int]:
+    """``&name + c`` -> ("&name", c); anything else -> (None, 0)."""
+    if z3.is_const(address) and not z3.is_bv_value(address):
+        name = address.decl().name()
+        return (name, 0) if name.startswith("&") else (None, 0)
+    if z3.is_app_of(address, z3.Z3_OP_BADD) and address.num_args() == 2:
+        a, b = address.children()
+        if z3.is_bv_value(a):
+            a, b = b, a
+        if z3.is_bv_value(b) and z3.is_const(a) and a.decl().name().startswith("&"):
+            value = b.as_long()
+            if value >> (b.size() - 1):
+                value -= 1 << b.size()
+            return a.decl().name(), value
+    return None, 0
+
+
+def _is_int_addsub(inst: ir.Instruction) -> bool:
+    if inst.opcode not in ("add", "sub"):
+        return False
+    t = isa.instruction_type(inst)
+    return t is not None and t[1] in "usb" and not any(m in (".cc", ".sat") for m in inst.modifiers)
+
+
+def _invariant(op: ir.Operand, defs: dict[str, list[Any]]) -> bool:
+    if isinstance(op, ir.IntImm):
+        return True
+    if isinstance(op, ir.Register):
+        if is_special_register(op.name):
+            return op.name not in _VOLATILE
+        return op.name not in defs
+    return False
+
+
+def _warp_result_widths(inst: ir.Instruction) -> list[int]:
+    """The widths of the values `Machine.warp` returns for ``inst``."""
+    op = inst.opcode
+    types = isa.instruction_types(inst)
+    t = types[0] if types else None
+    if op == "shfl":
+        return [isa.type_bits(t) or 32, 1]
+    if op == "elect":
+        return [32, 1]
+    if op == "vote":
+        return [1 if t == ".pred" or not inst.has(".ballot") else 32]
+    if op == "match":
+        first = inst.operands[0] if inst.operands else None
+        return [32, 1] if isinstance(first, ir.PairOperand) else [32]
+    if op in ("redux", "activemask"):
+        return [isa.type_bits(t) or 32]
+    out = []
+    for _, typ in isa.typed_defs(inst):
+        out.append(1 if typ == ".pred" else (isa.type_bits(typ) or 32))
+    return out or [32]
+
+
+# --------------------------------------------------------------------------
+# Entry points
+
+
+def analyze_kernel(module: ir.Module, kernel_name: str, budget: Budget | None = None) -> KernelAnalysis:
+    """Emulate one kernel symbolically and return its flows and traces.
+
+    Raises KeyError when the module has no kernel of that name.
+    """
+    fn = next((f for f in module.kernels if f.name == kernel_name), None)
+    if fn is None:
+        raise KeyError(kernel_name)
+    return SymbolicExecutor(module, fn, budget).run()
+
+
+def analyze_module(module: ir.Module, budget: Budget | None = None) -> list[KernelAnalysis]:
+    """`analyze_kernel` for every kernel (``.entry`` with a body) of the module."""
+    return [analyze_kernel(module, fn.name, budget) for fn in module.kernels]
