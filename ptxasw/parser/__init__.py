@@ -1,6 +1,9 @@
-"""The PTX front end: grammar, typed IR, instruction table and printer."""
+"""The PTX front end: Lark grammar, lexer and the transformer that builds the IR.
 
-from ptxasw.ir.printer import print_module
+`parse_ptx` (text), `parse_file` and `read_ptx` (a path or ``-``) return an
+`ptxasw.ir.Module`; errors are `ptxasw.errors.PtxError` with a position.
+"""
+
 from ptxasw.parser.frontend import parse_file, parse_ptx, read_ptx
 
-__all__ = ["parse_file", "parse_ptx", "print_module", "read_ptx"]
+__all__ = ["parse_file", "parse_ptx", "read_ptx"]
