@@ -42,8 +42,8 @@ import numpy as np
 
 from ptxasw import ir
 from ptxasw.emulator.concrete.domain import FORMATS, Bits, ConcreteDomain, decode
-from ptxasw.emulator.concrete.warp_ops import shuffle
 from ptxasw.emulator.semantics import domain as dm
+from ptxasw.emulator.semantics.collectives import warp_collective
 from ptxasw.emulator.semantics.instructions import Semantics
 from ptxasw.parser import parse_ptx
 
@@ -701,53 +701,7 @@ class OracleMachine:
 
     def warp(self, inst: ir.Instruction, operands: list[Bits], cond: Bits | None) -> list[Bits]:
         """Full, converged warps: lanes 32k..32k+31 form warp k."""
-        d = self.dom
-        mods = inst.modifiers
-        if inst.opcode == "shfl":
-            return shuffle(mods, operands)
-        if inst.opcode == "vote":
-            p = operands[0].data.reshape(-1, 32) != 0
-            if ".ballot" in mods:
-                bits = (p.astype(np.uint64) << np.arange(32, dtype=np.uint64)).sum(axis=1)
-                return [Bits(np.repeat(bits, 32).astype(U64), 32)]
-            if ".all" in mods:
-                r = p.all(axis=1)
-            elif ".any" in mods:
-                r = p.any(axis=1)
-            else:
-                r = p.all(axis=1) | ~p.any(axis=1)
-            return [Bits(np.repeat(r, 32).astype(U64), 1)]
-        if inst.opcode == "redux":
-            x = operands[0].data.reshape(-1, 32)
-            signed = ".s32" in mods
-            v = x.astype(np.int64)
-            if signed:
-                v = np.where(v >= 1 << 31, v - (1 << 32), v)
-            if ".add" in mods:
-                r = v.sum(axis=1)
-            elif ".min" in mods:
-                r = v.min(axis=1)
-            elif ".max" in mods:
-                r = v.max(axis=1)
-            elif ".and" in mods:
-                r = np.bitwise_and.reduce(x, axis=1)
-            elif ".or" in mods:
-                r = np.bitwise_or.reduce(x, axis=1)
-            else:
-                r = np.bitwise_xor.reduce(x, axis=1)
-            r = np.asarray(r).astype(np.int64).view(U64) & U64(0xFFFFFFFF)
-            return [Bits(np.repeat(r, 32), 32)]
-        if inst.opcode == "activemask":
-            return [d.const(0xFFFFFFFF, 32)]
-        if inst.opcode == "match":
-            x = operands[0].data.reshape(-1, 32)
-            same = x[:, :, None] == x[:, None, :]
-            masks = (same.astype(np.uint64) << np.arange(32, dtype=np.uint64)).sum(axis=2).reshape(-1)
-            if ".all" in mods:
-                uni = np.repeat((x == x[:, :1]).all(axis=1), 32)
-                return [Bits(np.where(uni, U64(0xFFFFFFFF), U64(0)), 32), Bits(uni.astype(U64), 1)]
-            return [Bits(masks.astype(U64), 32)]
-        raise NotImplementedError(inst.opcode)
+        return warp_collective(self.dom, inst, operands, cond, self.dom.const(0xFFFFFFFF, 32))
 
 
 def body_instructions(module: ir.Module, index: int) -> list[ir.Instruction]:

@@ -381,6 +381,53 @@ class ConcreteDomain:
             result = result & ~unordered
         return Bits(result.astype(_U64), 1)
 
+    # ---- the other lanes of the warp -------------------------------------------------------
+    # Lanes 32k..32k+31 of a value form warp k (the interpreter holds one warp,
+    # the GPU oracle many); a value of fewer than 32 lanes is one partial warp.
+    # Each lane may name its own lane mask: lane i's result is computed over
+    # the lanes its own ``part`` names.
+
+    def lane_index(self) -> Bits:
+        return Bits(np.arange(self.lanes, dtype=_U64) & _U64(31), 32)
+
+    def lane_read(self, value: Bits, src: Bits) -> Bits:
+        """A gather within each warp; a source lane past a partial warp's end
+        reads the lane's own value."""
+        n = value.data.size
+        index = np.arange(n, dtype=np.int64)
+        pos = index - (index & 31) + (src.data & _U64(31)).astype(np.int64)
+        pos = np.where(pos < n, pos, index)
+        return Bits(value.data[pos], value.width)
+
+    def lane_ballot(self, pred: Bits, part: Bits) -> Bits:
+        packed = _pack_rows(_warp_rows(pred.data) != 0)
+        return Bits(packed[np.arange(pred.data.size) >> 5] & part.data & _mask(32), 32)
+
+    def lane_match(self, value: Bits, part: Bits) -> Bits:
+        rows = _warp_rows(value.data)[np.arange(value.data.size) >> 5]
+        packed = _pack_rows(rows == value.data[:, None])
+        return Bits(packed & part.data & _mask(32), 32)
+
+    def lane_reduce(self, op: str, value: Bits, part: Bits) -> Bits:
+        n, width = value.data.size, value.width
+        rows = _warp_rows(value.data)[np.arange(n) >> 5]
+        member = ((part.data[:, None] >> np.arange(32, dtype=_U64)) & _U64(1)).astype(bool)
+        ones = _mask(width)
+        if op in ("smin", "smax"):
+            signed = self.to_signed(Bits(rows.reshape(-1), width)).reshape(rows.shape)
+            pick = np.min if op == "smin" else np.max
+            fill = np.iinfo(np.int64).max if op == "smin" else np.iinfo(np.int64).min
+            result = pick(np.where(member, signed, fill), axis=1).view(_U64)
+        elif op == "add":
+            result = np.where(member, rows, _U64(0)).sum(axis=1, dtype=_U64)
+        elif op in _LANE_FOLDS:
+            ufunc, identity = _LANE_FOLDS[op]
+            fill = ones if identity else _U64(0)
+            result = ufunc.reduce(np.where(member, rows, fill), axis=1)
+        else:
+            raise NotImplementedError(f"lane reduction {op}")
+        return self._make(np.where(member.any(axis=1), result, _U64(0)), width)
+
     # ---- floating-point helpers -----------------------------------------------------------
     @staticmethod
     def _input(data: np.ndarray, fmt: FloatFormat, ftz: bool) -> np.ndarray:
@@ -451,6 +498,29 @@ class ConcreteDomain:
 
 
 _BYTE_REVERSE = np.array([int(f"{i:08b}"[::-1], 2) for i in range(256)], dtype=np.uint8)
+
+
+# ufunc and whether its identity is all ones, for `ConcreteDomain.lane_reduce`.
+_LANE_FOLDS: dict[str, tuple[np.ufunc, bool]] = {
+    "and": (np.bitwise_and, True),
+    "or": (np.bitwise_or, False),
+    "xor": (np.bitwise_xor, False),
+    "umin": (np.minimum, True),
+    "umax": (np.maximum, False),
+}
+
+
+def _warp_rows(data: np.ndarray) -> np.ndarray:
+    """The lanes as a (warps, 32) array; a partial last warp is padded with zeros."""
+    n = data.size
+    padded = np.zeros(-(-n // 32) * 32, dtype=data.dtype)
+    padded[:n] = data
+    return padded.reshape(-1, 32)
+
+
+def _pack_rows(bits: np.ndarray) -> np.ndarray:
+    """Each row of 32 booleans as a bit mask (bit l = column l)."""
+    return (bits.astype(_U64) << np.arange(32, dtype=_U64)).sum(axis=1, dtype=_U64)
 
 
 def _flush(x: np.ndarray, fmt: FloatFormat) -> np.ndarray:

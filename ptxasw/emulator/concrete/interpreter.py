@@ -76,14 +76,14 @@ operations in `ptxasw.emulator.concrete.atomics` and ``printf`` in
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import product
 
 import numpy as np
 
 from ptxasw import ir
-from ptxasw.emulator.concrete.atomics import atomic_function
+from ptxasw.emulator.concrete.atomics import WordUpdate, atomic_words, lane_order_rounds
 from ptxasw.emulator.concrete.decode import (
     BAR_ARRIVE,
     BAR_RED,
@@ -133,7 +133,7 @@ from ptxasw.emulator.concrete.memory import (
 from ptxasw.emulator.concrete.printf import FORMAT_RE, PrintfRecord, format_printf, printf_arg_bytes
 from ptxasw.emulator.concrete.program import Program, global_name
 from ptxasw.emulator.concrete.variables import bits_of, encode_scalar, round_up
-from ptxasw.emulator.concrete.warp_ops import warp_op
+from ptxasw.emulator.semantics.collectives import bar_reduce, warp_collective
 from ptxasw.emulator.semantics.instructions import Semantics
 from ptxasw.errors import EmulationError, PtxError
 from ptxasw.ir import isa
@@ -415,8 +415,8 @@ class WarpMachine:
         if lanes.size == 0:
             return Bits(out, nbytes * 8)
         ptx_type = isa.instruction_type(inst) or f".b{nbytes * 8}"
-        fn = atomic_function(op, ptx_type, nbytes)
-        if fn is None or nbytes not in (2, 4, 8):
+        fn = atomic_words(op, ptx_type, nbytes)
+        if fn is None:
             self.unknown(inst, f"atomic {op} on {ptx_type} is not modelled")
             return Bits(out, nbytes * 8)
         addrs = address.data[lanes]
@@ -457,8 +457,7 @@ class WarpMachine:
     # ---- the other lanes --------------------------------------------------------------
 
     def warp(self, inst: ir.Instruction, operands: list[Bits], cond: Bits | None) -> list[Bits]:
-        part = self.mask if cond is None else self.mask & to_mask(cond.data)
-        return warp_op(inst, operands, part, self.mask, self.unknown)
+        return warp_collective(self.dom, inst, operands, cond, lane_bits(self.mask, 32))
 
     def barrier(self, inst: ir.Instruction, cond: Bits | None) -> None:
         """CTA barriers are run by the interpreter itself (they suspend the
@@ -656,7 +655,7 @@ class _Launch:
         addrs: np.ndarray,
         lanes: np.ndarray,
         nbytes: int,
-        fn: Callable[[int, int, int], int],
+        fn: WordUpdate,
         b: np.ndarray,
         c: np.ndarray,
     ) -> np.ndarray:
@@ -671,13 +670,15 @@ class _Launch:
                     views[pos] = view
                     idxs[pos] = k
         olds = np.zeros(addrs.size, dtype=np.uint64)
-        mask = width_mask(nbytes * 8)
-        for i in range(addrs.size):
-            view = views[i]
-            k = int(idxs[i])
-            old = int(view[k])
-            view[k] = fn(old, int(b[i]) & mask, int(c[i]) & mask) & mask
-            olds[i] = old
+        mask = np.uint64(width_mask(nbytes * 8))
+        for rnd in lane_order_rounds([(id(views[i]), int(idxs[i])) for i in range(addrs.size)]):
+            for view_id in dict.fromkeys(id(views[i]) for i in rnd):
+                sel = np.array([i for i in rnd if id(views[i]) == view_id], dtype=np.int64)
+                view = views[int(sel[0])]
+                k = idxs[sel]
+                old = view[k].astype(np.uint64) & mask
+                view[k] = (fn(old, b[sel] & mask, c[sel] & mask) & mask).astype(view.dtype)
+                olds[sel] = old
         return olds
 
     def read_bytes(self, lane: int, address: int, n: int) -> bytes:
@@ -841,18 +842,17 @@ class _Launch:
         reds = [w for w in warps if w.bar_red is not None]
         if not reds:
             return
-        count = sum(bin(w.bar_red[2]).count("1") for w in reds)  # type: ignore[index]
-        every = all(w.bar_red[2] == w.bar_red[1] for w in reds)  # type: ignore[index]
-        some = any(w.bar_red[2] for w in reds)  # type: ignore[index]
         m = self.machine
+        ballots = [(lane_bits(w.bar_red[2], 32), lane_bits(w.bar_red[1], 32)) for w in reds]  # type: ignore[index]
+        results: dict[str, Bits] = {}
         for w in reds:
             op, mask, _ = w.bar_red  # type: ignore[misc]
             inst = op.inst
             dest = inst.operands[0]
-            if ".popc" in inst.modifiers:
-                value = lane_bits(count, 32)
-            else:
-                value = lane_bits(int(every if ".and" in inst.modifiers else some), 1)
+            mode = next((x for x in (".popc", ".and") if x in inst.modifiers), ".or")
+            if mode not in results:
+                results[mode] = bar_reduce(m.dom, mode, ballots)
+            value = results[mode]
             m.bind(w)
             m.set_mask(mask)
             if isinstance(dest, ir.Register):

@@ -17,6 +17,11 @@ functions) while the concrete domain computes IEEE results. An operation a
 domain cannot express returns a fresh unknown value (``fresh``) and the
 caller warns; no domain ever crashes on valid input.
 
+What another lane of the warp holds is reached through five lane primitives
+(`Domain.lane_index`, `lane_read`, `lane_ballot`, `lane_match`,
+`lane_reduce`), over which ``semantics/collectives.py`` writes ``shfl``,
+``vote``, ``match``, ``redux``, ``elect`` and ``bar.red`` once.
+
 Widths above 64 bits (``.b128``) are not supported by the concrete domain;
 they become unknown values.
 """
@@ -153,6 +158,41 @@ class Domain(Protocol[V]):
 
     def fp_compare(self, cmp: str, type: str, a: V, b: V) -> V:
         """A ``setp``-style float comparison (``eq ne lt le gt ge equ neu ltu leu gtu geu num nan``)."""
+        ...
+
+    # ---- the other lanes of the warp -------------------------------------------------------
+    # Warp collectives (``semantics/collectives.py``) are written over these four
+    # primitives. A lane mask (``part``) is a 32-bit value whose bit l names lane l
+    # of this lane's warp; each lane may hold its own (the collectives pass
+    # ``active & guard & membermask``, which is warp-uniform in valid PTX).
+    def lane_index(self) -> V:
+        """This lane's index in its warp (``%laneid``), 32 bits."""
+        ...
+
+    def lane_read(self, value: V, src: V) -> V:
+        """``value`` as held by lane ``src & 31`` of this lane's warp (``src``: 32 bits).
+
+        Concrete: a gather within each warp. Symbolic: the expression with
+        the thread's ids (``%tid``, ``%laneid``, ``%lanemask_*``) replaced by
+        those of the source lane's thread.
+        """
+        ...
+
+    def lane_ballot(self, pred: V, part: V) -> V:
+        """The 32-bit mask of lanes l in ``part`` whose 1-bit ``pred`` is 1."""
+        ...
+
+    def lane_match(self, value: V, part: V) -> V:
+        """The 32-bit mask of lanes l in ``part`` whose ``value`` equals this lane's."""
+        ...
+
+    def lane_reduce(self, op: str, value: V, part: V) -> V:
+        """``op`` over ``value`` of the lanes in ``part``, the same in every lane.
+
+        ``op``: ``add and or xor smin smax umin umax`` (``add`` wraps to the
+        value's width). An empty ``part`` gives 0 (what the interpreter has
+        always returned; valid PTX never reduces over no lanes).
+        """
         ...
 
 
