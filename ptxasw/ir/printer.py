@@ -3,9 +3,14 @@
 The layout follows nvcc's own output (tab-indented bodies, one statement a
 line) so that a diff between a compiler's PTX and ours shows only what a pass
 changed. Literals are printed as they were written when the IR knows it.
+`write_module` streams the text to a file, item by item, so that printing a
+very large module costs no more memory than its largest function.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TextIO
 
 from ptxasw import ir
 
@@ -18,14 +23,32 @@ _BINARY_PRECEDENCE = {
 
 def print_module(module: ir.Module) -> str:
     """The whole module as PTX text, ending with a newline."""
-    out: list[str] = []
+    return "".join(iter_module(module))
+
+
+def write_module(module: ir.Module, out: TextIO) -> None:
+    """Write the module's text to ``out`` item by item.
+
+    The text of a 50 MB module is never held whole, nor its lines as a list:
+    memory beyond the IR is that of the largest top-level item.
+    """
+    write = out.write
+    for chunk in iter_module(module):
+        write(chunk)
+
+
+def iter_module(module: ir.Module) -> Iterator[str]:
+    """The module's text in pieces, one top-level item (with its blank line) each.
+
+    Joined, the pieces are exactly `print_module`'s text.
+    """
     previous: ir.TopLevel | None = None
     for item in module.items:
+        lines = _top_level(item)
         if previous is not None and _blank_line_between(previous, item):
-            out.append("")
-        out.extend(_top_level(item))
+            lines.insert(0, "")
+        yield "\n".join(lines) + "\n"
         previous = item
-    return "\n".join(out) + "\n"
 
 
 _GROUPED = ((ir.Version, ir.Target, ir.AddressSize), (ir.VarDecl,), (ir.FileDirective,))
