@@ -43,7 +43,7 @@ def test_check_summarises_each_file_and_requires_the_header() -> None:
     assert proc.stdout.strip() == f"{EXAMPLE}: ok: 1 kernels, 0 functions, 45 instructions, 12 opcodes"
     proc = run("check", str(EXAMPLE), "-", stdin="")
     assert proc.returncode == 1
-    assert proc.stderr == "ptxasw: error: -:1:1: the module must start with .version\n"
+    assert proc.stderr == "ptxasw: error: <stdin>:1:1: empty input: a PTX module starts with .version\n"
     proc = run("check", "-", stdin=".version 9.0\n.address_size 64\n")
     assert proc.stderr == "ptxasw: error: <stdin>:1:10: .version must be followed by .target\n"
 

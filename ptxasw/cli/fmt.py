@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
-from ptxasw.cli.common import fail
+from ptxasw.cli.common import fail, write_text
 from ptxasw.errors import PtxError
 from ptxasw.ir.printer import print_module
 from ptxasw.parser import read_ptx
@@ -25,9 +23,9 @@ def fmt(source: str, output: str) -> None:
     """Print the module back from the IR (normalised layout, same meaning)."""
     try:
         text = print_module(read_ptx(source))
+        if output == "-":
+            click.echo(text, nl=False)
+        else:
+            write_text(output, text)
     except PtxError as exc:
         fail(exc)
-    if output == "-":
-        click.echo(text, nl=False)
-    else:
-        Path(output).write_text(text)

@@ -27,6 +27,7 @@ from pathlib import Path
 import click
 import numpy as np
 
+from ptxasw.cli.common import name_list, output_error
 from ptxasw.errors import PtxError
 
 __all__ = ["ArgSpec", "parse_arg", "parse_dims", "run_command"]
@@ -143,7 +144,7 @@ def parse_arg(text: str) -> ArgSpec:
     "--outdir",
     default=".",
     type=click.Path(file_okay=False),
-    help="Where to write the output arrays (argN.npy).",
+    help="Where to write the output arrays (argN.npy); created if missing, but not its parents.",
 )
 @click.option(
     "--max-steps",
@@ -197,9 +198,12 @@ def _run(
     if kernel is None:
         kernels = module.kernels
         if len(kernels) != 1:
-            names = ", ".join(k.name for k in kernels) or "none"
+            names = name_list([k.name for k in kernels])
             raise PtxError(f"{source} has {len(kernels)} kernels ({names}); choose one with --kernel")
         kernel = kernels[0].name
+    out = Path(outdir)
+    if any(isinstance(s.value, np.ndarray) for s in specs):
+        _make_outdir(out)  # before the run: a long run must not end in "cannot write"
     result = launch(module, kernel, g, b, [s.value for s in specs], shared_bytes, max_steps=max_steps)
 
     for line in result.printf:
@@ -207,14 +211,16 @@ def _run(
     for warning in result.warnings:
         click.echo(f"ptxasw: warning: {warning}", err=True)
     marked = any(s.output for s in specs)
-    out = Path(outdir)
     written = []
     for i, (spec, buffer) in enumerate(zip(specs, result.buffers, strict=True)):
         if buffer is None or (marked and not spec.output):
             continue
-        out.mkdir(parents=True, exist_ok=True)
         path = out / f"arg{i}.npy"
-        np.save(path, buffer)
+        try:
+            with open(path, "wb") as f:
+                np.save(f, buffer)
+        except OSError as exc:
+            raise output_error(path, exc) from None
         written.append(str(path))
     rate = result.steps_per_second
     click.echo(
@@ -225,3 +231,15 @@ def _run(
     )
     for path in written:
         click.echo(f"wrote {path}", err=True)
+
+
+def _make_outdir(out: Path) -> None:
+    """Create OUTDIR if missing (not its parents: a typo must not build a tree) and check it is writable."""
+    try:
+        out.mkdir(exist_ok=True)
+    except OSError as exc:
+        raise output_error(out, exc) from None
+    if not out.is_dir():
+        raise PtxError(f"cannot write {out}: Not a directory")
+    if not os.access(out, os.W_OK | os.X_OK):
+        raise PtxError(f"cannot write {out}: Permission denied")

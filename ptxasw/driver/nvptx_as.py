@@ -20,9 +20,7 @@ Environment: ``PTXASW_REAL_AS`` (path of nvptx-tools' ``as``; else
 from __future__ import annotations
 
 import glob
-import shutil
 import sys
-import tempfile
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -30,14 +28,15 @@ from pathlib import Path
 
 from ptxasw.driver.ptxas import (
     Outcome,
+    Scratch,
     bypass_status,
     child_env,
     conclude,
     console_main,
+    copy_failed,
     find_real_tool,
     log_record,
     passthrough,
-    private_copy,
     read_stdin,
     run_transformed,
     timeout_seconds,
@@ -142,7 +141,7 @@ def run_as(argv: Sequence[str], *, allow_exec: bool = False) -> int:
     new_stdin: bytes | None = None
     changed = False
     rename: dict[str, str] = {}
-    tmp = Path(tempfile.mkdtemp(prefix="ptxasw-as-"))
+    scratch = Scratch("ptxasw-as-")
     try:
         if from_stdin:
             orig_stdin = new_stdin = read_stdin()
@@ -160,11 +159,14 @@ def run_as(argv: Sequence[str], *, allow_exec: bool = False) -> int:
                 continue  # as will say it cannot open it
             text = data.decode("utf-8", "surrogateescape")
             outcome = keep_markers(transform_or_skip(text, name, timeout, outcomes), text)
-            outcomes.append(outcome)
             if outcome.text is not None:
-                new_argv[pos] = str(private_copy(tmp, index, name, outcome.text))
-                rename[new_argv[pos]] = name
-                changed = True
+                try:
+                    new_argv[pos] = str(scratch.copy(index, name, outcome.text))
+                    rename[new_argv[pos]] = name
+                    changed = True
+                except OSError as exc:
+                    outcome = copy_failed(outcome, exc)
+            outcomes.append(outcome)
         for outcome in outcomes:
             if outcome.status == "fallback":
                 print(outcome.warning(), file=sys.stderr, flush=True)
@@ -178,7 +180,7 @@ def run_as(argv: Sequence[str], *, allow_exec: bool = False) -> int:
             rename=rename,
         )
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        scratch.close()
     return conclude(record, run, outcomes, start, "nvptx-none-as")
 
 

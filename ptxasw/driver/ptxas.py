@@ -38,8 +38,13 @@ from __future__ import annotations
 import contextlib
 import importlib
 import json
+import math
 import os
+import pickle
+import select
 import shutil
+import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -307,17 +312,18 @@ def has_option(args: Iterable[Arg], long: str) -> bool:
 
 
 def render_args(args: Iterable[Arg], replace: Mapping[int, str]) -> list[str]:
-    """Rebuild the command line, replacing the inputs whose ``id`` is in ``replace``.
+    """Rebuild the command line, replacing the values of the arguments whose ``id`` is in ``replace``.
 
-    An options file that holds a replaced input is spelled out in place;
-    everything else keeps its original tokens.
+    Inputs, --input-as-string modules and option values (the output file)
+    can be replaced. An options file that holds a replaced input is spelled
+    out in place; everything else keeps its original tokens.
     """
     out: list[str] = []
     for a in args:
         new = replace.get(id(a))
         if new is not None and a.kind == "input":
             out.append(new)
-        elif new is not None and a.kind == "ias":
+        elif new is not None and a.kind in ("ias", "option"):
             if a.inline:
                 out.append(a.tokens[0].partition("=")[0] + "=" + new)
             else:
@@ -475,13 +481,24 @@ class Outcome:
 
 
 def timeout_seconds(env: Mapping[str, str] | None = None) -> float:
-    """PTXASW_TIMEOUT in seconds (default 60; a bad value means the default)."""
+    """PTXASW_TIMEOUT in seconds: default 60; ``inf`` means no time-out.
+
+    Anything else that is not a positive number (``abc``, ``0``, ``-1``,
+    ``nan``) is a mistake we say so about, in one warning, and then use the
+    default: silently waiting forever, or never, would hide it.
+    """
     env = os.environ if env is None else env
-    try:
-        t = float(env.get(ENV_TIMEOUT, DEFAULT_TIMEOUT))
-    except ValueError:
+    raw = env.get(ENV_TIMEOUT)
+    if raw is None or not raw.strip():
         return DEFAULT_TIMEOUT
-    return t if t > 0 else DEFAULT_TIMEOUT
+    try:
+        t = float(raw)
+    except ValueError:
+        t = math.nan
+    if t > 0:  # false for nan
+        return t
+    warn(f"{ENV_TIMEOUT}={raw!r} is not a positive number of seconds or 'inf'; using {DEFAULT_TIMEOUT:g} s")
+    return DEFAULT_TIMEOUT
 
 
 def load_pipeline(env: Mapping[str, str] | None = None) -> Callable[[str, str], Any]:
@@ -513,50 +530,175 @@ def _describe(exc: BaseException, name: str) -> tuple[str, str]:
     return name, _one_line(f"internal error ({type(exc).__name__}): {exc}")
 
 
+#: Threads of pipelines cut off by the time-out where we could not fork (they may still spin).
 _hung_workers: list[threading.Thread] = []
+
+#: How long a cut-off pipeline process may take to die before we stop waiting for it.
+_REAP_SECONDS = 5.0
 
 
 def transform_ptx(text: str, name: str, timeout: float | None = None) -> Outcome:
     """Run the pipeline on one PTX module under a time-out; never raises.
 
-    The pipeline runs in a daemon thread: a hang is abandoned after
-    ``timeout`` seconds (the process then exits without waiting for it).
+    The pipeline runs in a forked child process, killed at the time-out: a
+    cut-off parse must not keep a core and a gigabyte busy beside the real
+    tool (a thread can only be abandoned). Where there is no ``fork`` it runs
+    in a daemon thread instead. ``timeout`` may be ``inf`` (no time-out).
+    Blank input is left to the real tool without a word: there is nothing
+    to transform, and the tool says what is wrong with it.
     """
     timeout = timeout_seconds() if timeout is None else timeout
-    box: dict[str, Any] = {}
-
-    def work() -> None:
-        try:
-            fn = load_pipeline()
-            box["result"] = fn(text, name)
-        except BaseException as exc:  # fail-open takes everything, SystemExit included
-            box["error"] = exc
-
+    if not text or text.isspace():
+        return Outcome(name, "ok")
     start = time.monotonic()
-    worker = threading.Thread(target=work, name="ptxasw-pipeline", daemon=True)
-    worker.start()
-    worker.join(timeout)
+    try:
+        fn = load_pipeline()
+    except BaseException as exc:  # fail-open takes everything, SystemExit included
+        where, message = _describe(exc, name)
+        return Outcome(name, "fallback", error=message, where=where)
+    if hasattr(os, "fork"):
+        done, box = _run_in_child(fn, text, name, timeout)
+    else:  # pragma: no cover - not POSIX
+        done, box = _run_in_thread(fn, text, name, timeout)
     seconds = time.monotonic() - start
-    if worker.is_alive():
-        _hung_workers.append(worker)
+    if not done:
         return Outcome(
             name, "fallback", seconds=seconds, error=f"time-out after {timeout:g} s", timed_out=True
         )
-    if "error" in box:
-        where, message = _describe(box["error"], name)
+    kind, *rest = box
+    if kind == "error":
+        where, message = rest
         return Outcome(name, "fallback", seconds=seconds, error=message, where=where)
-    result = box.get("result")
-    new = getattr(result, "text", None)
-    if not isinstance(new, str):
-        return Outcome(
-            name, "fallback", seconds=seconds, error="internal error: the pipeline returned no PTX text"
-        )
-    passes = [_jsonable(p) for p in (getattr(result, "passes", None) or [])]
-    return Outcome(name, "ok", text=None if new == text else new, passes=passes, seconds=seconds)
+    new, passes = rest
+    return Outcome(name, "ok", text=new, passes=passes, seconds=seconds)
+
+
+def _pipeline_box(fn: Callable[[str, str], Any], text: str, name: str) -> tuple[Any, ...]:
+    """Run the pipeline and reduce its result to plain data (it may cross a pipe).
+
+    ``("ok", new_text_or_None, pass_records)`` or ``("error", where, message)``.
+    The new text is None when no pass changed anything, so that the real tool
+    gets the user's own file: then a rejection is the user's own and needs no
+    second run on the original.
+    """
+    try:
+        result = fn(text, name)
+        new = getattr(result, "text", None)
+        if not isinstance(new, str):
+            return ("error", None, "internal error: the pipeline returned no PTX text")
+        passes = [_jsonable(p) for p in (getattr(result, "passes", None) or [])]
+        return ("ok", new if _changed(result, passes, new, text) else None, passes)
+    except BaseException as exc:  # fail-open takes everything, SystemExit included
+        return ("error", *_describe(exc, name))
+
+
+def _changed(result: Any, passes: Sequence[Any], new: str, text: str) -> bool:
+    """Whether the pipeline changed the module: its own word, else its pass records.
+
+    Reprinting alone (layout) is not a change; a pipeline that keeps no
+    records is taken at its text.
+    """
+    if new == text:
+        return False
+    flag = getattr(result, "changed", None)
+    if isinstance(flag, bool):
+        return flag
+    records = [p for p in passes if isinstance(p, dict)]
+    return any(p.get("changed") for p in records) if records else True
+
+
+def _run_in_child(
+    fn: Callable[[str, str], Any], text: str, name: str, timeout: float
+) -> tuple[bool, tuple[Any, ...]]:
+    """`_pipeline_box` in a forked child; ``(False, ())`` when it was killed at the time-out.
+
+    The child sends its pickled box through a pipe and leaves with
+    ``os._exit`` (no atexit handlers, no stdio buffers of ours flushed twice).
+    """
+    read_fd, write_fd = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:  # the child
+        code = 0
+        try:
+            os.close(read_fd)
+            for signum in _FORWARDED_SIGNALS:
+                signal.signal(signum, signal.SIG_DFL)
+            payload = pickle.dumps(_pipeline_box(fn, text, name), protocol=pickle.HIGHEST_PROTOCOL)
+            with os.fdopen(write_fd, "wb") as pipe:
+                pipe.write(payload)
+        except BaseException:
+            code = 70
+        finally:
+            os._exit(code)
+    os.close(write_fd)
+    reaped = False
+    try:
+        data = _read_until(read_fd, time.monotonic() + timeout)
+        if data is None:
+            return False, ()
+        _, status = os.waitpid(pid, 0)
+        reaped = True
+        if data:
+            return True, pickle.loads(data)
+        died = f"internal error: the pipeline process died ({_describe_status(status)})"
+        return True, ("error", None, died)
+    finally:
+        os.close(read_fd)
+        if not reaped:
+            _kill_and_reap(pid)
+
+
+def _read_until(fd: int, deadline: float) -> bytes | None:
+    """Everything from ``fd`` up to end of file; None if the deadline comes first."""
+    chunks: list[bytes] = []
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return None
+        ready, _, _ = select.select([fd], [], [], min(left, 3600.0))
+        if not ready:
+            continue
+        chunk = os.read(fd, 1 << 20)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+
+
+def _kill_and_reap(pid: int) -> None:
+    with contextlib.suppress(OSError):
+        os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + _REAP_SECONDS
+    with contextlib.suppress(ChildProcessError):
+        while os.waitpid(pid, os.WNOHANG) == (0, 0) and time.monotonic() < deadline:
+            time.sleep(0.005)
+
+
+def _describe_status(status: int) -> str:
+    if os.WIFSIGNALED(status):
+        signum = os.WTERMSIG(status)
+        name = signal.Signals(signum).name if signum in _SIGNAL_NUMBERS else "?"
+        return f"signal {signum}, {name}"
+    return f"exit {os.waitstatus_to_exitcode(status)}"
+
+
+def _run_in_thread(
+    fn: Callable[[str, str], Any], text: str, name: str, timeout: float
+) -> tuple[bool, tuple[Any, ...]]:  # pragma: no cover - only where there is no fork
+    """`_pipeline_box` in a daemon thread, abandoned (not stopped) at the time-out."""
+    box: list[tuple[Any, ...]] = []
+    worker = threading.Thread(target=lambda: box.append(_pipeline_box(fn, text, name)), daemon=True)
+    worker.start()
+    worker.join(None if math.isinf(timeout) else timeout)
+    if worker.is_alive():
+        _hung_workers.append(worker)
+        return False, ()
+    return True, box[0]
 
 
 def transform_or_skip(text: str, name: str, timeout: float, earlier: Sequence[Outcome]) -> Outcome:
-    """`transform_ptx`, unless an earlier input of this run timed out (its thread may still spin)."""
+    """`transform_ptx`, unless an earlier input of this run timed out (the time is spent)."""
     if any(o.timed_out for o in earlier):
         return Outcome(name, "fallback", error="not transformed after an earlier time-out")
     return transform_ptx(text, name, timeout)
@@ -584,18 +726,97 @@ def _exit_status(rc: int) -> int:
     return 128 - rc if rc < 0 else rc
 
 
+class Terminated(BaseException):
+    """We were asked to stop (SIGTERM, SIGINT, SIGHUP) in the middle of our work.
+
+    Raised by our signal handler, so that ``finally`` blocks remove our
+    temporary files and staged output and stop our children; then the
+    wrapper dies of the same signal. A BaseException, so the fail-open
+    ``except Exception`` paths do not take it for a bug of ours.
+    """
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+_FORWARDED_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+_SIGNAL_NUMBERS = {int(s) for s in signal.Signals}
+_CORE_SIGNALS = {
+    int(getattr(signal, n))
+    for n in ("SIGQUIT", "SIGILL", "SIGTRAP", "SIGABRT", "SIGBUS", "SIGFPE", "SIGSEGV", "SIGSYS", "SIGXCPU")
+    if hasattr(signal, n)
+}
+
+
+@dataclass
+class _ToolDeath:
+    """The signal that ended the real tool's latest run, if a signal did."""
+
+    signum: int | None = None
+
+
+_tool_death = _ToolDeath()
+
+
 def run_tool(
     cmd: Sequence[str], env: Mapping[str, str], stdin: bytes | None, capture: bool
 ) -> subprocess.CompletedProcess[bytes]:
-    """Run the real tool; stdin is inherited unless we have bytes for it."""
-    return subprocess.run(
+    """Run the real tool; stdin is inherited unless we have bytes for it.
+
+    If we are stopped meanwhile (`Terminated`, Ctrl-C) the tool gets the same
+    signal and we wait for it to end before our clean-up runs.
+    """
+    proc = subprocess.Popen(
         list(cmd),
         env=dict(env),
-        input=stdin,
+        stdin=subprocess.PIPE if stdin is not None else None,
         stdout=subprocess.PIPE if capture else None,
         stderr=subprocess.PIPE if capture else None,
-        check=False,
     )
+    try:
+        out, err = proc.communicate(stdin)
+    except BaseException as exc:
+        _stop_child(proc, exc.signum if isinstance(exc, Terminated) else signal.SIGINT)
+        raise
+    _tool_death.signum = -proc.returncode if proc.returncode < 0 else None
+    return subprocess.CompletedProcess(list(cmd), proc.returncode, out, err)
+
+
+def _stop_child(proc: subprocess.Popen[bytes], signum: int) -> None:
+    with contextlib.suppress(OSError):
+        proc.send_signal(signum)
+    try:
+        proc.wait(_REAP_SECONDS)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def _on_signal(signum: int, frame: object) -> None:
+    raise Terminated(signum)
+
+
+def install_signal_handlers() -> None:
+    """Turn SIGTERM/SIGINT/SIGHUP into `Terminated` (ones the caller ignores stay ignored)."""
+    for signum in _FORWARDED_SIGNALS:
+        if signal.getsignal(signum) is not signal.SIG_IGN:
+            signal.signal(signum, _on_signal)
+
+
+def die_by_signal(signum: int) -> None:
+    """End this process by ``signum``, as the real tool ended (make and shells tell the two apart
+    from an exit code). Our own core is not dumped: the tool's is the one that matters."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if signum in _CORE_SIGNALS:
+        with contextlib.suppress(ImportError, ValueError, OSError):
+            import resource
+
+            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    signal.signal(signum, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signum})
+    os.kill(os.getpid(), signum)
 
 
 def run_transformed(
@@ -675,6 +896,98 @@ def private_copy(tmp: Path, index: int, name: str, text: str) -> Path:
     path = d / (os.path.basename(name) or "input.ptx")
     path.write_bytes(text.encode("utf-8", "surrogateescape"))
     return path
+
+
+class Scratch:
+    """Our private temporary directory: made on first use (a run that rewrites
+    nothing needs none, so an unwritable TMPDIR costs it nothing) and removed
+    by `close`."""
+
+    def __init__(self, prefix: str) -> None:
+        self.prefix = prefix
+        self.path: Path | None = None
+
+    def copy(self, index: int, name: str, text: str) -> Path:
+        """`private_copy` into this directory; raises OSError (TMPDIR unwritable or full)."""
+        if self.path is None:
+            # $TMPDIR as given: Python would quietly move on to /tmp or even the
+            # current (build) directory when it is unusable; we fall back instead.
+            self.path = Path(tempfile.mkdtemp(prefix=self.prefix, dir=os.environ.get("TMPDIR") or None))
+        return private_copy(self.path, index, name, text)
+
+    def close(self) -> None:
+        if self.path is not None:
+            shutil.rmtree(self.path, ignore_errors=True)
+            self.path = None
+
+
+def copy_failed(outcome: Outcome, exc: OSError) -> Outcome:
+    """The fallback when the rewritten PTX cannot be written to a temporary file."""
+    why = exc.strerror or str(exc)
+    return Outcome(
+        outcome.name,
+        "fallback",
+        passes=outcome.passes,
+        seconds=outcome.seconds,
+        error=f"cannot write the rewritten PTX to a temporary file ({why}; see TMPDIR)",
+    )
+
+
+@dataclass
+class StagedOutput:
+    """The real ptxas's output, written in a private directory beside the target
+    and renamed onto it only when ptxas succeeds.
+
+    Why: ptxas opens its output with O_TRUNC and writes it in place, so a
+    build killed meanwhile leaves a truncated cubin newer than its input
+    (which make then takes for a good one), and two builds writing the same
+    output can interleave into a torn file. A rename is atomic; the staged
+    file keeps the target's basename, which ptxas records in a ``-g`` cubin.
+    """
+
+    target: Path
+    staged: Path
+    mode: int | None  # the existing target's permissions, kept as ptxas would keep them
+
+    def commit(self) -> None:
+        """Move the staged output onto the target (if ptxas wrote one); raises OSError."""
+        if not self.staged.exists():
+            return
+        if self.mode is not None:
+            os.chmod(self.staged, self.mode)
+        os.replace(self.staged, self.target)
+
+    def discard(self) -> None:
+        shutil.rmtree(self.staged.parent, ignore_errors=True)
+
+
+def stage_output(args: Sequence[Arg]) -> tuple[Arg, StagedOutput] | None:
+    """Stage the output of a command line with one ``-o FILE`` (on the command line itself).
+
+    Left to ptxas (None): no or several ``-o``, one inside an options file,
+    a target that is not a plain file of ours (a device, a symlink, a file
+    with other hard links or another owner), or a directory we cannot write.
+    """
+    outs = [a for a in iter_args(args) if a.spec is not None and a.spec.long == "output-file"]
+    if len(outs) != 1 or outs[0] not in args or not outs[0].value:
+        return None
+    target = Path(outs[0].value)
+    mode: int | None = None
+    try:
+        st = target.lstat()
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return None
+    else:
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1 or st.st_uid != os.geteuid():
+            return None
+        mode = stat.S_IMODE(st.st_mode)
+    try:
+        private = Path(tempfile.mkdtemp(prefix=".ptxasw-", dir=target.parent))
+    except OSError:
+        return None
+    return outs[0], StagedOutput(target, private / target.name, mode)
 
 
 def read_stdin() -> bytes:
@@ -775,7 +1088,8 @@ def run_wrapper(argv: Sequence[str], *, allow_exec: bool = False) -> int:
     orig_stdin: bytes | None = None
     new_stdin: bytes | None = None
     outcomes: list[Outcome] = []
-    tmp = Path(tempfile.mkdtemp(prefix="ptxasw-"))
+    scratch = Scratch("ptxasw-")
+    staging = stage_output(args)
     try:
         ias_count = 0
         for index, arg in enumerate(inputs):
@@ -798,6 +1112,12 @@ def run_wrapper(argv: Sequence[str], *, allow_exec: bool = False) -> int:
                     continue  # ptxas will say it cannot open it
             text = data.decode("utf-8", "surrogateescape")
             outcome = transform_or_skip(text, name, timeout, outcomes)
+            if outcome.text is not None and arg.kind == "input":
+                try:
+                    replace[id(arg)] = str(scratch.copy(index, name, outcome.text))
+                    rename[replace[id(arg)]] = name
+                except OSError as exc:
+                    outcome = copy_failed(outcome, exc)
             outcomes.append(outcome)
             if outcome.status == "fallback":
                 print(outcome.warning(), file=sys.stderr, flush=True)
@@ -806,19 +1126,30 @@ def run_wrapper(argv: Sequence[str], *, allow_exec: bool = False) -> int:
                     new_stdin = outcome.text.encode("utf-8", "surrogateescape")
                 elif arg.kind == "ias":
                     replace[id(arg)] = outcome.text
-                else:
-                    replace[id(arg)] = str(private_copy(tmp, index, name, outcome.text))
-                    rename[replace[id(arg)]] = name
         changed = bool(replace) or new_stdin is not None
         if orig_stdin is not None and new_stdin is None:
             new_stdin = orig_stdin
-        new_cmd = [str(real), *render_args(args, replace)]
         orig_cmd = [str(real), *argv]
+        if staging is not None:
+            out_arg, staged = staging
+            replace[id(out_arg)] = str(staged.staged)
+            rename[str(staged.staged)] = out_arg.value or ""
+            orig_cmd = [str(real), *render_args(args, {id(out_arg): str(staged.staged)})]
+        new_cmd = [str(real), *render_args(args, replace)]
         run = run_transformed(
             new_cmd, orig_cmd, env, new_stdin=new_stdin, orig_stdin=orig_stdin, changed=changed, rename=rename
         )
+        if staging is not None and run.returncode == 0:
+            try:
+                staging[1].commit()
+            except OSError as exc:
+                why = exc.strerror or exc
+                print(f"ptxasw: error: cannot write {staging[1].target}: {why}", file=sys.stderr)
+                run.returncode = EXIT_FATAL
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        scratch.close()
+        if staging is not None:
+            staging[1].discard()
     return conclude(record, run, outcomes, start, "ptxas")
 
 
@@ -827,7 +1158,11 @@ def run_wrapper(argv: Sequence[str], *, allow_exec: bool = False) -> int:
 
 
 def finish(rc: int, as_program: bool) -> int:
-    """Return ``rc``; as a program with a hung pipeline thread, exit at once instead."""
+    """Return ``rc``; as a program whose real tool died of a signal, die of it too;
+    as a program with a hung pipeline thread, exit at once."""
+    signum = _tool_death.signum
+    if as_program and signum is not None and rc == 128 + signum:
+        die_by_signal(signum)
     if as_program and any(t.is_alive() for t in _hung_workers):
         sys.stdout.flush()
         sys.stderr.flush()
@@ -855,8 +1190,14 @@ def console_main(
     """
     as_program = argv is None
     args = sys.argv[1:] if argv is None else list(argv)
+    if as_program:
+        install_signal_handlers()
     try:
         rc = run(args, allow_exec=as_program)
+    except Terminated as stop:  # our clean-up has run; the real tool has stopped
+        if as_program:
+            die_by_signal(stop.signum)
+        return 128 + stop.signum
     except (WrapperError, OSError) as exc:
         print(f"ptxasw: error: {exc}", file=sys.stderr)
         rc = EXIT_FATAL

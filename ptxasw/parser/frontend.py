@@ -661,7 +661,13 @@ def load_parser() -> None:
 
 
 def parse_ptx(text: str, path: str = "<string>") -> ir.Module:
-    """Parse PTX text into a Module; raises PtxError with file:line:col."""
+    """Parse PTX text into a Module; raises PtxError with file:line:col.
+
+    Empty (or all-blank) text is an error here, in the one reader every
+    command and the drop-in share, so that all of them give the same answer.
+    """
+    if not text or text.isspace():
+        raise PtxError("empty input: a PTX module starts with .version", ir.SourceLoc(path, 1, 1))
     parser = _parser()
     parser.transformer.path = path
     parser.transformer.bare_registers = set()
@@ -694,19 +700,35 @@ def parse_file(path: str | Path) -> ir.Module:
     try:
         data = Path(source).read_bytes()
     except OSError as exc:
-        raise PtxError(f"cannot read: {exc.strerror}", ir.SourceLoc(source, 0, 0)) from None
+        # No position: the file has none. Said like the commands' output errors.
+        raise PtxError(f"cannot read {source}: {exc.strerror or exc}") from None
+    return parse_ptx(_decode(data, source), source)
+
+
+def _decode(data: bytes, source: str) -> str:
+    """UTF-8 text, or a `PtxError` at the first byte that is not UTF-8."""
     try:
-        text = data.decode("utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise PtxError("file is not UTF-8 text", ir.SourceLoc(source, line, 1)) from None
-    return parse_ptx(text, source)
+        raise PtxError("file is not UTF-8 text", _byte_loc(source, data, exc.start)) from None
+
+
+def _byte_loc(source: str, data: bytes, offset: int) -> ir.SourceLoc:
+    """The line and column (in characters, as the parser counts) of byte ``offset``.
+
+    Everything before the first undecodable byte is valid UTF-8, so the
+    column counts the characters of its line up to that byte.
+    """
+    line_start = data.rfind(b"\n", 0, offset) + 1
+    col = len(data[line_start:offset].decode("utf-8")) + 1
+    return ir.SourceLoc(source, data.count(b"\n", 0, offset) + 1, col)
 
 
 def read_ptx(source: str) -> ir.Module:
     """Parse a file named on a command line, or standard input for ``-``."""
     if source == "-":
-        return parse_ptx(sys.stdin.read(), "<stdin>")
+        # Bytes, as for files: no newline translation, and bad UTF-8 is a PtxError.
+        return parse_ptx(_decode(sys.stdin.buffer.read(), "<stdin>"), "<stdin>")
     return parse_file(source)
 
 
