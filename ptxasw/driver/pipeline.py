@@ -1,21 +1,27 @@
 """The pass pipeline the ``ptxas`` wrapper and ``ptxasw`` commands run.
 
 Modelled on LLVM's pass manager, much reduced: a pass is an object with a
-name and a ``run(module)`` that edits the IR in place and says whether it
-changed anything. The pipeline parses once, runs the passes in order and
-prints once; no pass ever sees or produces text. Today the default pipeline
-is empty (parse and print, the identity transform); shuffle synthesis adds
-itself here.
+name and a ``run(module, analyses)`` that edits the IR in place and says
+whether it changed anything. The pipeline parses once, runs the passes in
+order and prints once; no pass ever sees or produces text. Passes edit
+through `ptxasw.ir.builder`, whose edits invalidate the shared
+`AnalysisCache`, so the pipeline knows from the edits, not from the pass's
+word alone, whether the module changed (the drop-in hands ``ptxas`` the
+user's own file when nothing did). Most passes work one function at a time:
+they subclass `FunctionPass`. Today the default pipeline is empty (parse and
+print, the identity transform); shuffle synthesis adds itself here.
 """
 
 from __future__ import annotations
 
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ptxasw import ir
+from ptxasw.ir.builder import AnalysisCache, FunctionBuilder
 from ptxasw.ir.printer import print_module
 from ptxasw.parser import parse_ptx
 from ptxasw.parser.frontend import load_parser
@@ -30,11 +36,50 @@ class PassResult:
 
 
 class ModulePass(Protocol):
-    """A transformation or analysis over a whole module."""
+    """A transformation or analysis over a whole module.
+
+    ``analyses`` is shared by the passes of one pipeline run: a pass edits
+    through `FunctionBuilder` with it, so that results computed before an
+    edit are never used after it.
+    """
 
     name: str
 
-    def run(self, module: ir.Module) -> PassResult: ...
+    def run(self, module: ir.Module, analyses: AnalysisCache) -> PassResult: ...
+
+
+class FunctionPass(ABC):
+    """A pass that rewrites each function with a body, one at a time.
+
+    Subclasses set ``name`` and implement :meth:`run_on_function`, which edits
+    through the builder it is given and may return statistics. ``changed`` is
+    whether the builder made any edit: a pass cannot claim a change it did not
+    make, nor hide one.
+    """
+
+    name: str = "function-pass"
+
+    def run(self, module: ir.Module, analyses: AnalysisCache | None = None) -> PassResult:
+        analyses = AnalysisCache() if analyses is None else analyses
+        stats: dict[str, Any] = {}
+        edits = functions = 0
+        for fn in module.functions:
+            if fn.body is None or not self.wants(fn):
+                continue
+            builder = FunctionBuilder(fn, module, analyses)
+            for key, value in (self.run_on_function(fn, builder) or {}).items():
+                stats[key] = stats.get(key, 0) + value if isinstance(value, int | float) else value
+            functions += 1
+            edits += builder.edits
+        return PassResult(edits > 0, {"functions": functions, "edits": edits, **stats})
+
+    def wants(self, fn: ir.Function) -> bool:
+        """Whether to visit ``fn`` (default: every function with a body)."""
+        return True
+
+    @abstractmethod
+    def run_on_function(self, fn: ir.Function, builder: FunctionBuilder) -> dict[str, Any] | None:
+        """Rewrite ``fn`` through ``builder``; return statistics to record, or None."""
 
 
 @dataclass
@@ -72,10 +117,14 @@ def run_pipeline(text: str, source_name: str, passes: Sequence[ModulePass] | Non
     module = parse_ptx(text, source_name)
     records.append(_record("parse", False, start, instructions=sum(1 for _ in module.instructions())))
 
+    analyses = AnalysisCache()
     for p in default_passes() if passes is None else passes:
         start = time.perf_counter()
-        result = p.run(module)
-        records.append(_record(p.name, result.changed, start, **result.stats))
+        edits = analyses.edits
+        result = p.run(module, analyses)
+        # An edit through the builder is a change whatever the pass says.
+        changed = result.changed or analyses.edits != edits
+        records.append(_record(p.name, changed, start, **result.stats))
 
     start = time.perf_counter()
     out = print_module(module)

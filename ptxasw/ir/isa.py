@@ -81,10 +81,13 @@ __all__ = [
     "Role",
     "UnknownOpcode",
     "access_bytes",
+    "allows_wide_registers",
     "branch_targets",
     "classify_modifier",
     "defs",
+    "immediate_fits",
     "instruction_family",
+    "instruction_problems",
     "instruction_type",
     "instruction_types",
     "is_atomic",
@@ -92,13 +95,16 @@ __all__ = [
     "is_call",
     "is_load",
     "is_return",
+    "is_special_register",
     "is_store",
     "lookup",
     "memory_effect",
     "opcodes",
     "operand_infos",
     "reads_carry",
+    "register_fits",
     "source_type",
+    "special_register_type",
     "split_mnemonic",
     "state_space",
     "state_spaces",
@@ -1516,3 +1522,248 @@ def branch_targets(inst: Instruction) -> list[str]:
     else:
         return []
     return [target.name] if isinstance(target, Symbol) else []
+
+
+# --------------------------------------------------------------------------
+# Checking instructions that passes build
+#
+# The parser stays permissive (ptxas has the final word on what compilers
+# print), but a pass that builds an instruction must not hand ptxas something
+# it refuses. `instruction_problems` says what the table knows to be wrong;
+# type rules exist for the opcodes passes emit, and were checked against
+# ptxas (CUDA 13): every other opcode gets the shape checks only.
+
+_INT_TYPES = _set(".u16 .u32 .u64 .s16 .s32 .s64")
+_BIT_TYPES = _set(".b16 .b32 .b64")
+_ARITH_FLOATS = _set(".f32 .f64 .f16 .f16x2 .bf16 .bf16x2 .f32x2")
+_MEMORY_TYPES = _set(".b8 .b16 .b32 .b64 .b128 .u8 .u16 .u32 .u64 .s8 .s16 .s32 .s64 .f32 .f64")
+# opcode -> the types it takes as its one type modifier.
+_TYPE_RULES: dict[str, frozenset[str]] = {
+    "add": _INT_TYPES | _ARITH_FLOATS,
+    "sub": _INT_TYPES | _ARITH_FLOATS,
+    "mul": _INT_TYPES | _ARITH_FLOATS,
+    "mad": _INT_TYPES | _ARITH_FLOATS,
+    "and": _BIT_TYPES | {".pred"},
+    "or": _BIT_TYPES | {".pred"},
+    "xor": _BIT_TYPES | {".pred"},
+    "not": _BIT_TYPES | {".pred"},
+    "cnot": _BIT_TYPES,
+    "shl": _BIT_TYPES,
+    "shr": _BIT_TYPES | _INT_TYPES,
+    "setp": _INT_TYPES | _BIT_TYPES | _set(".f32 .f64 .f16 .f16x2 .bf16 .bf16x2"),
+    "selp": _INT_TYPES | _BIT_TYPES | _set(".f32 .f64"),
+    "mov": _INT_TYPES | _BIT_TYPES | _set(".pred .b128 .f32 .f64"),
+    "shfl": frozenset({".b32"}),
+    "activemask": frozenset({".b32"}),
+    "ld": _MEMORY_TYPES,
+    "ldu": _MEMORY_TYPES,
+    "st": _MEMORY_TYPES,
+}
+# Mixed-precision forms (PTX 8.6): ``add.f32.f16 d, a, c``.
+_MIXED_TYPES: dict[str, frozenset[tuple[str, str]]] = {
+    op: frozenset({(".f32", ".f16"), (".f32", ".bf16")}) for op in ("add", "sub", "fma", "mad")
+}
+_COMPARE_BY_CLASS = {
+    "b": _set(".eq .ne"),
+    "s": _set(".eq .ne .lt .le .gt .ge"),
+    "u": _set(".eq .ne .lt .le .gt .ge .lo .ls .hi .hs"),
+    "f": _set(".eq .ne .lt .le .gt .ge .equ .neu .ltu .leu .gtu .geu .num .nan"),
+}
+# Modifier kinds of which an instruction names at most one.
+_SINGLE_KINDS = (ModifierKind.COMPARE, ModifierKind.ROUNDING, ModifierKind.VECTOR, ModifierKind.BOOL_OP)
+_INT_MODES = frozenset({".lo", ".hi", ".wide"})
+_SHFL_MODES = _set(".up .down .bfly .idx")
+# ld, st, cvt and the surface accesses may name a register wider than their
+# integer type (the value is extended or truncated); the rest want the exact size.
+_WIDENING_OPCODES = _set("ld ldu st cvt suld sust")
+
+
+def _type_class(t: str) -> str:
+    """``"p"`` (.pred), ``"b"``, ``"u"``, ``"s"`` or ``"f"`` (every float format)."""
+    if t == ".pred":
+        return "p"
+    return t[1] if t[1] in "bus" else "f"
+
+
+def register_fits(register_type: str, operand_type: str, *, widening: bool = False) -> bool:
+    """Whether a register declared ``register_type`` may stand where the
+    instruction wants ``operand_type`` (PTX's operand type-compatibility rules).
+
+    A bit-size type is compatible with every type of its size, signed and
+    unsigned integers of one size with each other, a float only with its own
+    format or the bit-size type of its size; predicates only with predicates.
+    ``widening`` (ld, st, cvt: see `allows_wide_registers`) also accepts wider
+    integer and bit-size registers for an integer or bit-size operand.
+    """
+    if register_type == operand_type:
+        return True
+    reg_class, op_class = _type_class(register_type), _type_class(operand_type)
+    if "p" in (reg_class, op_class):
+        return False
+    reg_bits, op_bits = _TYPE_BITS.get(register_type), _TYPE_BITS.get(operand_type)
+    if reg_bits is None or op_bits is None:
+        return False
+    if op_class == "f" or reg_class == "f":
+        return reg_bits == op_bits and "b" in (reg_class, op_class)
+    return reg_bits == op_bits or (widening and reg_bits > op_bits)
+
+
+def allows_wide_registers(inst: Instruction) -> bool:
+    """Whether ``inst`` accepts integer registers wider than its type (``ld.u8`` into a ``.b32``)."""
+    return inst.opcode in _WIDENING_OPCODES
+
+
+def immediate_fits(value: IntImm | FloatImm, operand_type: str) -> bool:
+    """Whether a literal may stand where ``operand_type`` is read: integers in
+    integer, bit-size and predicate positions; ``0f``/``0d`` literals in float
+    and bit-size positions of their width (decimal floats in float positions)."""
+    cls = _type_class(operand_type)
+    if isinstance(value, IntImm):
+        return cls != "f"
+    if cls == "f":
+        return value.kind == "dec" or _TYPE_BITS.get(operand_type) == (32 if value.kind == "f" else 64)
+    width = 32 if value.kind == "f" else 64
+    return cls == "b" and value.kind != "dec" and _TYPE_BITS.get(operand_type) == width
+
+
+def _chosen_slots(inst: Instruction) -> tuple[_Slot, ...] | None:
+    spec = _TABLE.get(inst.opcode)
+    if spec is None or spec.slots_fn is not None:
+        return None
+    kinds = tuple(map(_kind, inst.operands))
+    return tuple(s for s in _choose(spec, inst.modifiers, kinds) if not s.rest)
+
+
+def _writable(op: Operand, slot: _Slot) -> bool:
+    match op:
+        case Register(name=name):
+            return not is_special_register(name)
+        case Sink() | Symbol():
+            # A bare name may be a register that shadows a parameter of the
+            # same name (GCC's ``%stack``): the parser cannot tell them apart.
+            return True
+        case VectorOperand(elements=items):
+            return all(isinstance(e, Sink) or _writable(e, slot) for e in items)
+        case PairOperand(first=a, second=b):
+            second = slot.second or slot
+            return _writable(a, slot) and (second.role is Role.USE or _writable(b, second))
+    return False
+
+
+# PTX's predefined read-only registers; a destination can never be one.
+_SPECIAL_RE = re.compile(
+    r"%(?:tid|ntid|laneid|warpid|nwarpid|ctaid|nctaid|smid|nsmid|gridid"
+    r"|is_explicit_cluster|clusterid|nclusterid|cluster_ctaid|cluster_nctaid"
+    r"|cluster_ctarank|cluster_nctarank|lanemask_(?:eq|le|lt|ge|gt)"
+    r"|clock|clock_hi|clock64|pm[0-7]|pm[0-7]_64|envreg(?:[0-9]|[12][0-9]|3[01])"
+    r"|globaltimer|globaltimer_lo|globaltimer_hi|reserved_smem_offset_(?:begin|end|cap|\d+)"
+    r"|total_smem_size|aggr_smem_size|dynamic_smem_size|current_graph_exec)"
+)
+
+
+def is_special_register(name: str) -> bool:
+    """True for PTX's predefined read-only registers (``%tid``, ``%laneid``, ``%clock64``...)."""
+    return _SPECIAL_RE.fullmatch(name) is not None
+
+
+_SPECIAL_64 = re.compile(r"%(?:clock64|globaltimer|gridid|pm[0-7]_64)")
+_SPECIAL_VECTORS = _set("%tid %ntid %ctaid %nctaid %clusterid %nclusterid %cluster_ctaid %cluster_nctaid")
+
+
+def special_register_type(reg: Register) -> str | None:
+    """The type a special register reads as (``.u32``, ``.u64`` for ``%clock64``...);
+    None when ``reg`` is not one, or names a vector (``%tid``) without its ``.x``."""
+    if not is_special_register(reg.name):
+        return None
+    if (reg.name in _SPECIAL_VECTORS) != (reg.selector is not None):
+        return None
+    return ".u64" if _SPECIAL_64.fullmatch(reg.name) else ".u32"
+
+
+def _shape_problems(inst: Instruction) -> Iterator[str]:
+    slots = _chosen_slots(inst)
+    if slots is None:
+        return
+    for i, (op, slot) in enumerate(zip(inst.operands, slots, strict=False)):
+        where = f"operand {i + 1} of {inst.mnemonic}"
+        is_addr = isinstance(op, (Address, ListOperand))
+        if slot.is_address and not is_addr:
+            yield f"{where} must be an address [...]"
+        elif is_addr and not slot.is_address:
+            yield f"{where} cannot be an address"
+        elif isinstance(op, PairOperand) and slot.second is None:
+            yield f"{where} cannot be a pair a|b"
+        elif slot.role is not Role.USE and not slot.is_address and not _writable(op, slot):
+            yield f"{where} is written and must be a register"
+
+
+def _type_problems(inst: Instruction) -> Iterator[str]:
+    types = _types_of(inst.modifiers)
+    allowed = _TYPE_RULES.get(inst.opcode)
+    if allowed is None:
+        return
+    if len(types) == 2 and types in _MIXED_TYPES.get(inst.opcode, ()):
+        return
+    if len(types) != 1:
+        yield f"{inst.opcode} takes one type modifier, not {len(types)} ({' '.join(types) or 'none'})"
+        return
+    t = types[0]
+    if t not in allowed:
+        yield f"{inst.opcode} does not take type {t} (takes {' '.join(sorted(allowed))})"
+        return
+    mods = set(inst.modifiers)
+    cls = _type_class(t)
+    if inst.opcode in ("mul", "mad"):
+        modes = mods & _INT_MODES
+        if cls in "us" and len(modes) != 1:
+            yield f"integer {inst.opcode} needs one of .lo .hi .wide"
+        if cls == "f" and modes:
+            yield f"float {inst.opcode} takes no {' '.join(sorted(modes))}"
+        if ".wide" in modes and _TYPE_BITS[t] not in (16, 32):
+            yield f"{inst.opcode}.wide takes a 16- or 32-bit type, not {t}"
+    if inst.opcode == "mad" and cls == "f" and not mods & _ROUNDING:
+        yield "float mad needs a rounding modifier (.rn .rz .rm .rp)"
+    if inst.opcode in ("add", "sub") and cls != "f" and mods & _ROUNDING:
+        yield f"integer {inst.opcode} takes no rounding modifier"
+    if inst.opcode == "setp":
+        cmp = [m for m in inst.modifiers if m in _COMPARE]
+        if len(cmp) != 1:
+            yield "setp needs one comparison (.eq .lt ...)"
+        elif cmp[0] not in _COMPARE_BY_CLASS[cls]:
+            yield f"setp{cmp[0]} does not compare {t}"
+        if bool(mods & _BOOL) != (len(inst.operands) == 4):
+            yield "setp takes a boolean operation (.and .or .xor) exactly when it has a fourth operand"
+    if inst.opcode == "shfl" and len(mods & _SHFL_MODES) != 1:
+        yield "shfl needs exactly one of .up .down .bfly .idx"
+
+
+def instruction_problems(inst: Instruction) -> list[str]:
+    """Why ptxas would refuse ``inst``, as far as the table knows; empty when
+    the table has no objection.
+
+    Checks the opcode, its modifiers (known to the opcode, not repeated, at
+    most one comparison/rounding/vector/boolean), the operand count and shapes
+    (addresses where the signature has them, registers where it writes) and,
+    for the opcodes that passes emit (`mov`, `add`, `setp`, `selp`, `shfl`,
+    `ld`...), the type modifiers. Register types need the declarations, which
+    the table does not see: the builder checks them with `register_fits`.
+    """
+    if inst.opcode not in _TABLE:
+        return [f"unknown opcode {inst.opcode!r}"]
+    problems = [f"{inst.opcode} does not take {m}" for m in unknown_modifiers(inst)]
+    seen: set[str] = set()
+    for m in inst.modifiers:
+        # Types and layouts repeat by design (``cvt.rzi.f32.f32``, ``wmma.mma.row.row``).
+        if m in seen and m not in _TYPES and m not in _LAYOUT:
+            problems.append(f"modifier {m} given twice")
+        seen.add(m)
+    for kind in _SINGLE_KINDS:
+        words = [m for m in inst.modifiers if classify_modifier(m, inst.opcode) is kind]
+        if len(words) > 1:
+            problems.append(f"more than one {kind.value} modifier: {' '.join(words)}")
+    count = operand_count_problem(inst)
+    if count is not None:
+        return [*problems, count]
+    problems.extend(_shape_problems(inst))
+    problems.extend(_type_problems(inst))
+    return problems

@@ -183,6 +183,12 @@ class Semantics(Generic[V]):
         self._facts: dict[int, tuple[ir.Instruction, _TableFacts]] = {}
 
     # ---- public entry points ---------------------------------------------------
+    def forget(self, instructions: Sequence[ir.Instruction]) -> None:
+        """Drop the facts of instructions a pass removed or replaced (see
+        `ptxasw.ir.builder.AnalysisCache.track`), so none is held after its edit."""
+        for inst in instructions:
+            self._facts.pop(id(inst), None)
+
     def supports(self, inst: ir.Instruction) -> bool:
         """Whether a handler exists (it may still find a form it does not model)."""
         return inst.opcode in _HANDLERS

@@ -1,0 +1,783 @@
+"""Editing a function's IR: positions, insertion and removal, fresh names, checked instructions.
+
+Passes never splice statement lists by hand. A `FunctionBuilder` wraps one
+function and offers what shuffle synthesis and later rewrites need:
+
+* where a statement is (:meth:`FunctionBuilder.position`), also inside nested
+  ``{ }`` blocks, found by identity (two equal ``mov`` instructions are two
+  different places);
+* :meth:`~FunctionBuilder.insert_before`, :meth:`~FunctionBuilder.insert_after`,
+  :meth:`~FunctionBuilder.replace` and :meth:`~FunctionBuilder.remove`, which keep
+  labels and ``.loc`` directives attached to what they belong to;
+* fresh registers (:meth:`~FunctionBuilder.fresh`) and labels whose names no
+  declaration, ``%r<N>`` range, parameter, label or module symbol uses, declared
+  in the function's top-level body so that every nested block sees them;
+* instructions built from the instruction table and checked there
+  (:meth:`~FunctionBuilder.instruction`; typed helpers such as
+  :meth:`~FunctionBuilder.mov`, :meth:`~FunctionBuilder.setp`,
+  :meth:`~FunctionBuilder.shfl_sync`), so that a pass cannot produce text that
+  ``ptxas`` refuses: a bad combination raises `BuildError` at the call;
+* an `AnalysisCache` that every edit invalidates, so that a CFG or a cache keyed
+  by instruction identity is never used after the code it describes changed.
+
+Example: load the value of the lane ``delta`` below with a shuffle::
+
+    b = FunctionBuilder(fn, module)
+    value, ok = b.fresh(".b32"), b.fresh_pred()
+    b.insert_before(load, [b.shfl_sync("down", value, src, b.imm(1), b.imm(31), pred=ok)])
+    cfg = b.analyses.get(fn, build_cfg)        # computed once per edit epoch
+    b.remove(old)                              # ... and dropped here
+    assert not b.analyses.is_current(fn, cfg)
+
+Where a label precedes an instruction, branches to the label reach it, so
+``insert_before(inst, ...)`` places the new code between the label and the
+instruction: it runs on every path that reaches ``inst``. A ``.loc`` directive
+just above ``inst`` stays above the new code too, which is thus attributed to
+the same source line, as a compiler would do for code it generated for it.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeVar
+
+from ptxasw.ir import isa
+from ptxasw.ir.nodes import (
+    Address,
+    Block,
+    CallPrototype,
+    FloatImm,
+    Function,
+    Guard,
+    Instruction,
+    IntImm,
+    Label,
+    ListOperand,
+    LocDirective,
+    Module,
+    Negated,
+    Operand,
+    PairOperand,
+    ParenOperand,
+    Register,
+    Statement,
+    Symbol,
+    TargetList,
+    VarDecl,
+    VarName,
+    VectorOperand,
+)
+
+__all__ = [
+    "FULL_MASK",
+    "AnalysisCache",
+    "BuildError",
+    "FunctionBuilder",
+    "InstructionCache",
+    "Position",
+]
+
+#: The member mask of a whole warp, for ``shfl.sync``/``vote.sync``.
+FULL_MASK = 0xFFFFFFFF
+
+T = TypeVar("T")
+
+
+class BuildError(ValueError):
+    """A pass asked for an edit or an instruction that would not be valid PTX.
+
+    This is a bug in the pass, not in the user's input, so it is not a
+    `ptxasw.errors.PtxError`: the drop-in's fail-open path reports it.
+    """
+
+
+# --------------------------------------------------------------------------
+# Analyses and their invalidation
+
+
+class InstructionCache(Protocol):
+    """Anything that keeps facts keyed by instruction identity (e.g.
+    `ptxasw.emulator.semantics.instructions.Semantics`): told which
+    instructions left the function so that it drops what it holds on them."""
+
+    def forget(self, instructions: Sequence[Instruction]) -> None: ...
+
+
+@dataclass
+class _FunctionEntry:
+    fn: Function  # held so that id(fn) stays unique while the entry lives
+    epoch: int = 0
+    results: dict[Any, Any] = field(default_factory=dict)
+    instruction_caches: list[InstructionCache] = field(default_factory=list)
+
+
+class AnalysisCache:
+    """Per-function analysis results, valid for one edit epoch.
+
+    Like LLVM's analysis managers, much reduced: a result is computed on first
+    request (``get(fn, build_cfg)``), kept until the function is edited, and
+    dropped then; the edit epoch counts the edits, so that any holder of an
+    old result can ask :meth:`is_current` (or compare :meth:`epoch`) instead
+    of trusting a stale CFG. Caches keyed by instruction identity register
+    with :meth:`track` and are told which instructions went away. Every
+    `FunctionBuilder` edit calls :meth:`invalidate`.
+    """
+
+    def __init__(self) -> None:
+        self._entries: dict[int, _FunctionEntry] = {}
+        self.edits = 0
+
+    def _entry(self, fn: Function) -> _FunctionEntry:
+        entry = self._entries.get(id(fn))
+        if entry is None:
+            entry = self._entries[id(fn)] = _FunctionEntry(fn)
+        return entry
+
+    def epoch(self, fn: Function) -> int:
+        """How many edits ``fn`` has seen through this cache."""
+        return self._entry(fn).epoch
+
+    def get(self, fn: Function, analysis: Callable[[Function], T]) -> T:
+        """``analysis(fn)``, computed once per epoch (the function is the key)."""
+        results = self._entry(fn).results
+        if analysis not in results:
+            results[analysis] = analysis(fn)
+        return results[analysis]  # type: ignore[no-any-return]
+
+    def is_current(self, fn: Function, result: object) -> bool:
+        """Whether ``result`` is one this cache holds for ``fn`` now, i.e. no edit
+        happened since it was computed ("is my CFG still valid?")."""
+        return any(r is result for r in self._entry(fn).results.values())
+
+    def track(self, fn: Function, cache: InstructionCache) -> None:
+        """Tell ``cache`` about every instruction later removed from ``fn``."""
+        self._entry(fn).instruction_caches.append(cache)
+
+    def invalidate(self, fn: Function, removed: Sequence[Instruction] = ()) -> None:
+        """Record an edit of ``fn``: a new epoch, no results, ``removed`` forgotten."""
+        entry = self._entry(fn)
+        entry.epoch += 1
+        entry.results.clear()
+        self.edits += 1
+        if removed:
+            for cache in entry.instruction_caches:
+                cache.forget(removed)
+
+
+# --------------------------------------------------------------------------
+# Names in scope
+
+
+_RANGE_LIMIT = 1 << 20  # a %r<N> larger than this is not a real declaration
+
+
+def _declared(name: VarName) -> Iterator[str]:
+    """The names a declaration introduces: ``%r<3>`` is %r0, %r1, %r2."""
+    if name.count is None:
+        yield name.name
+    else:
+        for i in range(min(name.count, _RANGE_LIMIT)):
+            yield f"{name.name}{i}"
+
+
+def _operand_names(op: object) -> Iterator[str]:
+    match op:
+        case Register(name=name) | Symbol(name=name):
+            yield name
+        case Negated(operand=inner):
+            yield inner.name
+        case Address(base=base):
+            if base is not None:
+                yield base.name
+        case VectorOperand(elements=items) | ListOperand(items=items) | ParenOperand(items=items):
+            for item in items:
+                yield from _operand_names(item)
+        case PairOperand(first=a, second=b):
+            yield from _operand_names(a)
+            yield from _operand_names(b)
+
+
+class _Scope:
+    """Every name a function can see or declares, and the type of each register.
+
+    Nested blocks are folded into one namespace on purpose: a fresh name must
+    not be shadowed by a block's own declaration either. A name declared with
+    two types in two blocks has no single type and is not type-checked.
+    """
+
+    def __init__(self, fn: Function, module: Module | None) -> None:
+        self.names: set[str] = set()
+        self.types: dict[str, str | None] = {}
+        self.labels: set[str] = set()
+        if module is not None:
+            for item in module.items:
+                if isinstance(item, VarDecl):
+                    self.names.update(n.name for n in item.names)
+                elif isinstance(item, Function):
+                    self.names.add(item.name)
+        self.names.add(fn.name)
+        for p in [*fn.params, *(fn.returns or [])]:
+            self.names.add(p.name)
+            if p.space == ".reg":
+                self._declare(p.name, p.type)
+        if fn.body is not None:
+            self._walk(fn.body.body)
+
+    def _declare(self, name: str, typ: str | None) -> None:
+        self.names.add(name)
+        if name in self.types and self.types[name] != typ:
+            self.types[name] = None
+        else:
+            self.types[name] = typ
+
+    def _walk(self, body: list[Statement]) -> None:
+        for stmt in body:
+            match stmt:
+                case Instruction():
+                    for op in stmt.operands:
+                        self.names.update(_operand_names(op))
+                case VarDecl():
+                    for vn in stmt.names:
+                        for name in _declared(vn):
+                            if stmt.space == ".reg" and not vn.array:
+                                # A vector register has no one type to check against.
+                                self._declare(name, None if stmt.vector else stmt.type)
+                            else:
+                                self.names.add(name)
+                case Label(name=name) | CallPrototype(label=name) | TargetList(label=name):
+                    self.names.add(name)
+                    self.labels.add(name)
+                case Block(body=inner):
+                    self._walk(inner)
+
+
+def _hint_base(typ: str) -> str:
+    if typ == ".pred":
+        return "p"
+    bits = isa.type_bits(typ) or 32
+    if typ.startswith(".f") and bits in (32, 64):
+        return "f" if bits == 32 else "fd"
+    return {16: "rs", 64: "rd"}.get(bits, "r")
+
+
+_IDENT = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
+
+
+# --------------------------------------------------------------------------
+# Positions
+
+
+@dataclass(frozen=True)
+class Position:
+    """Where a statement is: ``body[index] is stmt``; ``blocks`` are the nested
+    ``{ }`` blocks around it, outermost first (empty at the function's top level)."""
+
+    body: list[Statement]
+    index: int
+    blocks: tuple[Block, ...]
+
+    @property
+    def statement(self) -> Statement:
+        return self.body[self.index]
+
+    @property
+    def depth(self) -> int:
+        return len(self.blocks)
+
+
+OperandLike = Operand | int
+GuardLike = Guard | Register | None
+
+
+class FunctionBuilder:
+    """Edits one function (see the module docstring).
+
+    ``edits`` counts the edits made through this builder; a pass changed the
+    function exactly when it is non-zero. ``analyses`` is shared between the
+    builders of a pipeline run (`ptxasw.driver.pipeline`).
+    """
+
+    def __init__(
+        self,
+        fn: Function,
+        module: Module | None = None,
+        analyses: AnalysisCache | None = None,
+        *,
+        prefix: str = "%sw",
+    ) -> None:
+        if fn.body is None:
+            raise BuildError(f"{fn.name} is a declaration: it has no body to edit")
+        if prefix.lstrip("%") and not _IDENT.fullmatch(prefix.lstrip("%")):
+            raise BuildError(f"register prefix {prefix!r} is not a PTX identifier")
+        self.fn = fn
+        self.module = module
+        self.analyses = analyses if analyses is not None else AnalysisCache()
+        self.prefix = prefix
+        self.edits = 0
+        self._scope = _Scope(fn, module)
+        self._counters: dict[str, int] = {}
+
+    # ---- positions ---------------------------------------------------------------
+    def position(self, stmt: Statement) -> Position:
+        """Where ``stmt`` (this very object) is in the body; `BuildError` if absent."""
+        found = self._find(self.fn.body.body, stmt, ())  # type: ignore[union-attr]
+        if found is None:
+            raise BuildError(f"{_describe(stmt)} is not in {self.fn.name}")
+        return found
+
+    def contains(self, stmt: Statement) -> bool:
+        return self._find(self.fn.body.body, stmt, ()) is not None  # type: ignore[union-attr]
+
+    def _find(self, body: list[Statement], stmt: Statement, blocks: tuple[Block, ...]) -> Position | None:
+        for i, s in enumerate(body):
+            if s is stmt:
+                return Position(body, i, blocks)
+            if isinstance(s, Block):
+                found = self._find(s.body, stmt, (*blocks, s))
+                if found is not None:
+                    return found
+        return None
+
+    @property
+    def epoch(self) -> int:
+        """The function's edit epoch in `analyses`."""
+        return self.analyses.epoch(self.fn)
+
+    # ---- edits -------------------------------------------------------------------
+    def insert_before(self, anchor: Statement, new: Statement | Sequence[Statement]) -> None:
+        """Insert ``new`` just before ``anchor``: after any label and ``.loc`` above
+        it, so that every path reaching ``anchor`` runs ``new`` first."""
+        pos = self.position(anchor)
+        self._insert(pos.body, pos.index, self._fresh_statements(new))
+
+    def insert_after(self, anchor: Statement, new: Statement | Sequence[Statement]) -> None:
+        """Insert ``new`` just after ``anchor``, which must fall through: after a
+        branch, ``ret`` or ``exit`` the new code would run on one path only, or on none."""
+        pos = self.position(anchor)
+        if isinstance(anchor, Instruction) and (isa.is_branch(anchor) or isa.is_return(anchor)):
+            raise BuildError(f"cannot insert after {anchor.mnemonic}: control does not fall through to it")
+        self._insert(pos.body, pos.index + 1, self._fresh_statements(new))
+
+    def replace(self, old: Statement, new: Statement | Sequence[Statement]) -> None:
+        """Put ``new`` where ``old`` was; labels and ``.loc`` above stay where they are."""
+        pos = self.position(old)
+        stmts = self._fresh_statements(new)
+        if isinstance(old, Label) and not any(isinstance(s, Label) and s.name == old.name for s in stmts):
+            self._check_unreferenced(old)
+        pos.body[pos.index : pos.index + 1] = stmts
+        for s in stmts:
+            self._scope_add(s)
+        self._edited(_instructions_of([old]))
+
+    def remove(self, stmt: Statement) -> None:
+        """Remove ``stmt``. A ``.loc`` that only described it goes too; a label
+        never goes with an instruction (branches still reach the next one), and
+        removing a label that a branch names is refused."""
+        pos = self.position(stmt)
+        if isinstance(stmt, Label):
+            self._check_unreferenced(stmt)
+        del pos.body[pos.index]
+        i = pos.index
+        if i > 0 and isinstance(pos.body[i - 1], LocDirective):
+            following = pos.body[i] if i < len(pos.body) else None
+            if following is None or isinstance(following, LocDirective):
+                del pos.body[i - 1]
+        self._edited(_instructions_of([stmt]))
+
+    def _insert(self, body: list[Statement], index: int, stmts: list[Statement]) -> None:
+        body[index:index] = stmts
+        for s in stmts:
+            self._scope_add(s)
+        self._edited(())
+
+    def _fresh_statements(self, new: Statement | Sequence[Statement]) -> list[Statement]:
+        stmts = [new] if not isinstance(new, Sequence) else list(new)
+        if not stmts:
+            raise BuildError("nothing to insert")
+        for s in stmts:
+            if self.contains(s) or sum(1 for t in stmts if t is s) > 1:
+                raise BuildError(f"{_describe(s)} is already in {self.fn.name}: insert a copy")
+            if isinstance(s, Label) and s.name in self._scope.labels:
+                raise BuildError(f"label {s.name} already exists in {self.fn.name}")
+        return stmts
+
+    def _scope_add(self, stmt: Statement) -> None:
+        if isinstance(stmt, Label):
+            self._scope.names.add(stmt.name)
+            self._scope.labels.add(stmt.name)
+        elif isinstance(stmt, (VarDecl, Block)):
+            self._scope._walk([stmt])
+
+    def _check_unreferenced(self, label: Label) -> None:
+        for inst in self.fn.instructions():
+            if label.name in _targets(inst):
+                raise BuildError(f"label {label.name} is still the target of {inst.mnemonic}")
+        for table in _target_lists(self.fn.body.body):  # type: ignore[union-attr]
+            if label.name in table.targets:
+                raise BuildError(f"label {label.name} is still in the table {table.label}")
+
+    def _edited(self, removed: Sequence[Instruction]) -> None:
+        self.edits += 1
+        self.analyses.invalidate(self.fn, removed)
+
+    # ---- names -------------------------------------------------------------------
+    def fresh(self, typ: str, hint: str | None = None) -> Register:
+        """A new register of PTX type ``typ``, declared at the function's top level.
+
+        Its name is ``prefix + hint + N`` (hint defaults to nvcc's letter for the
+        type: ``%swr0`` for .b32, ``%swp0`` for .pred) with the smallest N no name
+        in the function or module uses.
+        """
+        if isa.type_bits(typ) is None or typ.startswith((".texref", ".samplerref", ".surfref")):
+            raise BuildError(f"cannot declare a register of type {typ!r}")
+        stem = self.prefix + (hint if hint is not None else _hint_base(typ))
+        if not _IDENT.fullmatch(stem.lstrip("%")):
+            raise BuildError(f"register name {stem!r} is not a PTX identifier")
+        n = self._counters.get(stem, 0)
+        while f"{stem}{n}" in self._scope.names:
+            n += 1
+        self._counters[stem] = n + 1
+        name = f"{stem}{n}"
+        decl = VarDecl(".reg", typ, [VarName(name)])
+        # After the declarations the body opens with (earlier fresh ones
+        # included), so that it precedes every use, nested blocks included.
+        body = self.fn.body.body  # type: ignore[union-attr]
+        index = 0
+        while index < len(body) and isinstance(body[index], VarDecl):
+            index += 1
+        body.insert(index, decl)
+        self._scope._declare(name, typ)
+        self._edited(())
+        return Register(name)
+
+    def fresh_pred(self, hint: str | None = None) -> Register:
+        """A new ``.pred`` register (see :meth:`fresh`)."""
+        return self.fresh(".pred", hint)
+
+    def fresh_label(self, hint: str = "$SW_L") -> Label:
+        """A new label (not yet inserted) whose name nothing in the function uses."""
+        if not _IDENT.fullmatch(hint):
+            raise BuildError(f"label name {hint!r} is not a PTX identifier")
+        n = self._counters.get(hint, 0)
+        while f"{hint}{n}" in self._scope.names:
+            n += 1
+        self._counters[hint] = n + 1
+        name = f"{hint}{n}"
+        self._scope.names.add(name)  # reserved now, so two fresh labels never clash
+        return Label(name)
+
+    def declared_type(self, reg: Register) -> str | None:
+        """The declared type of ``reg`` (``.u32`` for ``%tid.x``); None when
+        unknown or ambiguous."""
+        special = isa.special_register_type(reg)
+        if special is not None:
+            return special
+        return self._scope.types.get(reg.name)
+
+    def is_declared(self, name: str) -> bool:
+        return name in self._scope.names
+
+    # ---- queries -----------------------------------------------------------------
+    def users(self, reg: Register) -> list[Instruction]:
+        """Instructions that read ``reg`` (by name; guards included)."""
+        return [i for i in self.fn.instructions() if any(r.name == reg.name for r in isa.uses(i))]
+
+    def definitions(self, reg: Register) -> list[Instruction]:
+        """Instructions that write ``reg`` (by name)."""
+        return [i for i in self.fn.instructions() if any(r.name == reg.name for r in isa.defs(i))]
+
+    # ---- building instructions ---------------------------------------------------
+    def instruction(
+        self,
+        opcode: str,
+        modifiers: Iterable[str] = (),
+        operands: Iterable[OperandLike] = (),
+        *,
+        guard: GuardLike = None,
+    ) -> Instruction:
+        """A new instruction, checked against the table and the declarations.
+
+        ``opcode`` may carry modifiers (``"shfl.sync"``); the table decides
+        where the opcode ends. Python ints become `ir.IntImm`. Raises
+        `BuildError` naming every problem: unknown modifiers, a wrong operand
+        count or shape, a type the opcode does not take, an undeclared register,
+        a register or literal whose type does not fit its position.
+        """
+        mods = tuple(modifiers)
+        bad = [m for m in mods if not m.startswith(".")]
+        if bad:
+            raise BuildError(f"modifiers are written with their dot: {', '.join(bad)}")
+        try:
+            name, extra = isa.split_mnemonic(opcode)
+        except isa.UnknownOpcode as exc:
+            raise BuildError(str(exc)) from None
+        inst = Instruction(name, extra + mods, tuple(_operand(o) for o in operands), _guard(guard))
+        self.check(inst)
+        return inst
+
+    def check(self, inst: Instruction) -> None:
+        """Raise `BuildError` if ``inst`` is not valid here (see :meth:`instruction`)."""
+        problems = isa.instruction_problems(inst)
+        if not problems:
+            problems = list(self._operand_problems(inst))
+        if problems:
+            text = "; ".join(problems)
+            raise BuildError(f"cannot build {inst.mnemonic}: {text}")
+
+    def _operand_problems(self, inst: Instruction) -> Iterator[str]:
+        widening = isa.allows_wide_registers(inst)
+        for reg, typ in [*isa.typed_defs(inst), *isa.typed_uses(inst)]:
+            declared = self.declared_type(reg)
+            if declared is None:
+                if isa.is_special_register(reg.name):
+                    yield f"special register {_reg(reg)} needs its .x/.y/.z selector, or takes none"
+                elif reg.name not in self._scope.names:
+                    yield f"register {_reg(reg)} is not declared in {self.fn.name}"
+                continue
+            if typ is not None and not isa.register_fits(declared, typ, widening=widening):
+                yield f"{_reg(reg)} is {declared}, where {inst.opcode} wants {typ}"
+        for op, info in zip(inst.operands, isa.operand_infos(inst), strict=True):
+            for value in _immediates(op):
+                if info.type is None:
+                    continue
+                if info.role is not isa.Role.USE:
+                    yield f"literal {_literal(value)} cannot be written"
+                elif not isa.immediate_fits(value, info.type):
+                    yield f"literal {_literal(value)} does not fit a {info.type} operand"
+            for sym in _symbols(op):
+                if sym.name not in self._scope.names:
+                    yield f"{sym.name} names nothing in {self.fn.name} or its module"
+
+    def copy(self, inst: Instruction, *, operands: Iterable[OperandLike] | None = None) -> Instruction:
+        """A checked copy of ``inst`` (a new object: an instruction is in one place
+        only), optionally with other operands: duplicating a computation into a
+        fresh register is ``b.copy(inst, operands=[fresh, *inst.operands[1:]])``."""
+        ops = inst.operands if operands is None else tuple(_operand(o) for o in operands)
+        new = Instruction(inst.opcode, inst.modifiers, ops, inst.guard, inst.loc)
+        self.check(new)
+        return new
+
+    # typed helpers: the type defaults to what the destination is declared as,
+    # turned into the class the opcode takes (add.b32 does not exist: add.s32).
+
+    def mov(
+        self, dst: Register, src: OperandLike, typ: str | None = None, *, guard: GuardLike = None
+    ) -> Instruction:
+        """``mov.T dst, src`` (T: ``dst``'s type)."""
+        return self.instruction("mov", [typ or self._type_of(dst)], [dst, src], guard=guard)
+
+    def add(
+        self,
+        dst: Register,
+        a: OperandLike,
+        b: OperandLike,
+        typ: str | None = None,
+        *,
+        guard: GuardLike = None,
+    ) -> Instruction:
+        """``add.T dst, a, b`` (T: ``dst``'s type, ``.bN`` read as ``.sN``)."""
+        return self.instruction("add", [typ or _arith(self._type_of(dst))], [dst, a, b], guard=guard)
+
+    def sub(
+        self,
+        dst: Register,
+        a: OperandLike,
+        b: OperandLike,
+        typ: str | None = None,
+        *,
+        guard: GuardLike = None,
+    ) -> Instruction:
+        """``sub.T dst, a, b`` (T as for :meth:`add`)."""
+        return self.instruction("sub", [typ or _arith(self._type_of(dst))], [dst, a, b], guard=guard)
+
+    def setp(
+        self,
+        compare: str,
+        dst: Register,
+        a: OperandLike,
+        b: OperandLike,
+        typ: str | None = None,
+        *,
+        negated_dst: Register | None = None,
+        guard: GuardLike = None,
+    ) -> Instruction:
+        """``setp.CMP.T dst[|negated_dst], a, b`` (T: ``a``'s type, ``.bN`` as ``.sN``
+        unless the comparison is ``eq``/``ne``)."""
+        cmp = compare if compare.startswith(".") else "." + compare
+        if typ is None:
+            if not isinstance(a, Register):
+                raise BuildError("setp needs a type when its first source is not a register")
+            typ = self._type_of(a)
+            if cmp not in (".eq", ".ne"):
+                typ = _arith(typ)
+        target: Operand = dst if negated_dst is None else PairOperand(dst, negated_dst)
+        return self.instruction("setp", [cmp, typ], [target, a, b], guard=guard)
+
+    def selp(
+        self,
+        dst: Register,
+        a: OperandLike,
+        b: OperandLike,
+        pred: Register | Negated,
+        typ: str | None = None,
+        *,
+        guard: GuardLike = None,
+    ) -> Instruction:
+        """``selp.T dst, a, b, pred``: ``a`` where ``pred`` holds, else ``b``."""
+        return self.instruction("selp", [typ or self._type_of(dst)], [dst, a, b, pred], guard=guard)
+
+    def shfl_sync(
+        self,
+        mode: str,
+        dst: Register,
+        src: OperandLike,
+        lane: OperandLike,
+        clamp: OperandLike,
+        mask: OperandLike = FULL_MASK,
+        *,
+        pred: Register | None = None,
+        guard: GuardLike = None,
+    ) -> Instruction:
+        """``shfl.sync.MODE.b32 dst[|pred], src, lane, clamp, mask``; ``pred`` is set
+        when the source lane was in range."""
+        m = mode if mode.startswith(".") else "." + mode
+        target: Operand = dst if pred is None else PairOperand(dst, pred)
+        mask_op = self.imm(mask, hex=True) if isinstance(mask, int) else mask
+        return self.instruction(
+            "shfl", [".sync", m, ".b32"], [target, src, lane, clamp, mask_op], guard=guard
+        )
+
+    def activemask(self, dst: Register, *, guard: GuardLike = None) -> Instruction:
+        """``activemask.b32 dst``: the lanes executing it."""
+        return self.instruction("activemask", [".b32"], [dst], guard=guard)
+
+    def ld(
+        self,
+        space: str,
+        dst: Register | VectorOperand,
+        address: Address,
+        typ: str | None = None,
+        modifiers: Iterable[str] = (),
+        *,
+        guard: GuardLike = None,
+    ) -> Instruction:
+        """``ld.SPACE[.MODS].T dst, [address]`` (T: ``dst``'s type)."""
+        if typ is None:
+            if not isinstance(dst, Register):
+                raise BuildError("a vector load needs its element type")
+            typ = self._type_of(dst)
+        sp = space if space.startswith(".") else "." + space
+        return self.instruction("ld", [sp, *modifiers, typ], [dst, address], guard=guard)
+
+    def bra(self, target: Label | str, *, guard: GuardLike = None, uni: bool = False) -> Instruction:
+        """``[@guard] bra[.uni] target``."""
+        name = target.name if isinstance(target, Label) else target
+        return self.instruction("bra", [".uni"] if uni else [], [Symbol(name)], guard=guard)
+
+    # ---- literals ----------------------------------------------------------------
+    @staticmethod
+    def imm(value: int, *, hex: bool = False) -> IntImm:
+        """An integer literal (``hex``: printed as ``0xFFFFFFFF``)."""
+        return IntImm(value, f"0x{value:X}" if hex and value >= 0 else None)
+
+    @staticmethod
+    def f32(value: float) -> FloatImm:
+        """A ``.f32`` literal, exactly (``0f3F800000`` for 1.0)."""
+        return FloatImm("f", "0f" + struct.pack(">f", value).hex().upper())
+
+    @staticmethod
+    def f64(value: float) -> FloatImm:
+        """A ``.f64`` literal, exactly (``0d3FF0000000000000`` for 1.0)."""
+        return FloatImm("d", "0d" + struct.pack(">d", value).hex().upper())
+
+    def _type_of(self, reg: Register) -> str:
+        typ = self.declared_type(reg)
+        if typ is None:
+            raise BuildError(f"the type of {_reg(reg)} is not known here: give it")
+        return typ
+
+
+# --------------------------------------------------------------------------
+# Helpers
+
+
+def _arith(typ: str) -> str:
+    """Arithmetic opcodes take no bit-size types: ``.b32`` registers add as ``.s32``."""
+    return ".s" + typ[2:] if typ.startswith(".b") and typ != ".b128" else typ
+
+
+def _operand(op: OperandLike) -> Operand:
+    if isinstance(op, bool):
+        raise BuildError("a Python bool is not an operand: use 0 or 1")
+    if isinstance(op, int):
+        return IntImm(op)
+    if isinstance(op, str):
+        raise BuildError(f"operand {op!r} is text: build it (ir.Register, ir.Symbol, ...) instead")
+    return op
+
+
+def _guard(guard: GuardLike) -> Guard | None:
+    if guard is None or isinstance(guard, Guard):
+        return guard
+    return Guard(guard)
+
+
+def _immediates(op: Operand) -> Iterator[IntImm | FloatImm]:
+    if isinstance(op, (IntImm, FloatImm)):
+        yield op
+    elif isinstance(op, VectorOperand):
+        for e in op.elements:
+            yield from _immediates(e)
+
+
+def _symbols(op: Operand) -> Iterator[Symbol]:
+    match op:
+        case Symbol():
+            yield op
+        case Address(base=Symbol() as base):
+            yield base
+        case VectorOperand(elements=items) | ListOperand(items=items) | ParenOperand(items=items):
+            for item in items:
+                yield from _symbols(item)
+
+
+def _targets(inst: Instruction) -> list[str]:
+    """Labels an instruction names (branch targets, tables, ``call`` prototypes)."""
+    return [name for op in inst.operands for name in _operand_names(op)]
+
+
+def _target_lists(body: list[Statement]) -> Iterator[TargetList]:
+    for s in body:
+        if isinstance(s, TargetList):
+            yield s
+        elif isinstance(s, Block):
+            yield from _target_lists(s.body)
+
+
+def _instructions_of(stmts: Iterable[Statement]) -> list[Instruction]:
+    out: list[Instruction] = []
+    for s in stmts:
+        if isinstance(s, Instruction):
+            out.append(s)
+        elif isinstance(s, Block):
+            out.extend(i for i in _instructions_of(s.body))
+    return out
+
+
+def _reg(reg: Register) -> str:
+    return reg.name if reg.selector is None else f"{reg.name}.{reg.selector}"
+
+
+def _literal(value: IntImm | FloatImm) -> str:
+    return value.text if isinstance(value, FloatImm) else (value.text or str(value.value))
+
+
+def _describe(stmt: Statement) -> str:
+    if isinstance(stmt, Instruction):
+        return f"instruction {stmt.mnemonic}"
+    if isinstance(stmt, Label):
+        return f"label {stmt.name}"
+    return type(stmt).__name__
