@@ -63,6 +63,7 @@ import z3
 
 from ptxasw import ir
 from ptxasw.analysis.cfg import CFG, Loop, build_cfg, is_special_register
+from ptxasw.analysis.inline import DEFAULT_MAX_DEPTH, call_site, inline_calls
 from ptxasw.emulator.symbolic.domain import SymbolicDomain, as_bool, const_value, simplify
 from ptxasw.ir import isa
 
@@ -103,6 +104,14 @@ class Budget:
     solver_timeout_ms: int = 200
     max_steps: int = 200_000
 
+
+# How deep calls are inlined; deeper calls make the kernel ``partial``.
+CALL_DEPTH = DEFAULT_MAX_DEPTH
+
+# Runtime functions whose effects are known and touch no memory that the
+# kernel's loads read: ``vprintf`` reads its argument buffer, ``__assertfail``
+# stops the program, ``malloc``/``free`` hand out or take back fresh memory.
+_KNOWN_CALLS = frozenset({"vprintf", "__assertfail", "malloc", "free"})
 
 # Z3 resource units per millisecond of solving on the development machine
 # (measured: ~1.2 million units per 200 ms of bit-vector work).
@@ -294,7 +303,8 @@ class _LoopInfo:
 
     label: str
     written: set[str]
-    induction: dict[str, tuple[int, ir.Operand, int]]  # reg -> (sign, step operand, width)
+    # reg -> the signed loop-invariant steps added to it per iteration
+    induction: dict[str, tuple[tuple[int, ir.Operand], ...]]
     additive: set[str]
     clobbers: frozenset[str]
 
@@ -573,7 +583,11 @@ class SymbolicExecutor:
         self.fn = fn
         self.budget = budget or Budget()
         self.dom = SymbolicDomain()
-        self.cfg: CFG = build_cfg(fn)
+        # Callees are pasted in at their call sites; calls that could not be
+        # (indirect, recursive, too deep, no body) are remembered with why.
+        inlined = inline_calls(module, fn, CALL_DEPTH)
+        self.not_followed = inlined.skipped
+        self.cfg: CFG = build_cfg(inlined.function)
         self.stats = Stats(
             instructions=len(self.cfg.instructions), blocks=len(self.cfg.blocks), loops=len(self.cfg.loops)
         )
@@ -675,6 +689,9 @@ class SymbolicExecutor:
                 # Version -1: a kernel parameter, constant for the whole launch.
                 self._record(st, "ld", space, nbytes, address, value, inst, guard, -1)
                 return value
+            if self._call_slot(address):
+                # Argument passing of an inlined call: forwarded, not traced.
+                return self._lookup(st, space, address, nbytes)[0]
         readonly = space == ".const" or inst.opcode == "ldu" or inst.has(".nc")
         if readonly:
             # Memory that no one writes during the launch: stores in between
@@ -695,6 +712,11 @@ class SymbolicExecutor:
             return
         address = simplify(address)
         value = _resize(self.dom, value, 8 * nbytes)
+        if space == ".param" and self._call_slot(address):
+            # Argument passing of an inlined call: a store only the callee reads.
+            event_id, spaces = self._new_event_id(), _ALIASES[space]
+            st.mem.append(_MemEvent(event_id, "store", spaces, space, address, nbytes, value, guard))
+            return
         index = self._record(st, "st", space, nbytes, address, value, inst, guard, 0)
         self._write_memory(st, space, address, nbytes, value, guard, index)
 
@@ -850,6 +872,12 @@ class SymbolicExecutor:
         self.names[part] = f"load({part})"
         return z3.BitVec(part, 8 * nbytes)
 
+    def _call_slot(self, address: BV) -> bool:
+        """Whether ``address`` is in a ``.param`` variable declared for a
+        call (argument or return value), not an entry parameter."""
+        base, _ = _split_symbol(address)
+        return base is not None and self.symbols.get(base) not in self.params
+
     def _load_func(self, space: str, bits: int, version: int, awidth: int) -> z3.FuncDeclRef:
         key = (space, bits, version, awidth)
         fn = self._load_funcs.get(key)
@@ -905,6 +933,10 @@ class SymbolicExecutor:
             w = max(a.size(), b.size())
             a, b = _resize(self.dom, a, w), _resize(self.dom, b, w)
         w = a.size()
+        base_a, _ = _split_symbol(a)
+        base_b, _ = _split_symbol(b)
+        if base_a is not None and base_b is not None and base_a != base_b:
+            return "disjoint"  # two declared variables (call .param slots...): distinct objects
         diff = simplify(a - b)
         d = const_value(diff)
         if d is None and self._depends_on_pointer(diff):
@@ -1146,10 +1178,20 @@ class SymbolicExecutor:
             self.write(reg, self.dom.fresh(f"unknown.{reg.name}", width))
 
     def _call(self, st: _State, inst: ir.Instruction) -> None:
-        """Calls are not followed: results become unknown, and memory the
-        callee could write (everything writable) is clobbered."""
-        callee = next((op.name for op in inst.operands if isinstance(op, ir.Symbol)), "?")
-        self.unknown(inst, f"call to {callee} not followed")
+        """A call the inliner left in place (direct calls to functions of the
+        module are inlined before the analysis starts). Its results become
+        unknown. A runtime function of known effect (`_KNOWN_CALLS`) changes
+        no memory a load here reads; any other callee may write everything
+        writable, and the kernel is ``partial``: loads it makes are missing."""
+        site = call_site(inst)
+        if site.name in _KNOWN_CALLS and isinstance(site.callee, ir.Symbol):
+            self._havoc_defs(inst)
+            return
+        skipped = self.not_followed.get(id(inst))
+        callee, why = (skipped.callee, skipped.reason) if skipped is not None else (site.name, "not inlined")
+        reason = f"call to {callee} not followed: {why}"
+        self.unknown(inst, reason)
+        self.partial = self.partial or reason
         self._havoc_defs(inst)
         self._clobber(st, _ALL_WRITABLE, None)
 
@@ -1344,43 +1386,23 @@ class SymbolicExecutor:
         cfg = self.cfg
         header = cfg.blocks[loop.header]
         label = header.label or f"B{loop.header}"
-        defs: dict[str, list[tuple[ir.Instruction, int]]] = {}
+        defs: dict[str, list[tuple[ir.Instruction, int, int]]] = {}
         clobbers: set[str] = set()
         for b in loop.body:
-            for inst in cfg.blocks[b].instructions:
+            for k, inst in enumerate(cfg.blocks[b].instructions):
                 for reg in isa.defs(inst):
-                    defs.setdefault(reg.name, []).append((inst, b))
+                    defs.setdefault(reg.name, []).append((inst, b, k))
                 if isa.writes_carry(inst):  # the implicit carry flag is a register too
-                    defs.setdefault(_CARRY, []).append((inst, b))
+                    defs.setdefault(_CARRY, []).append((inst, b, k))
                 if inst.opcode == "call":
-                    clobbers |= _ALL_WRITABLE
+                    if call_site(inst).name not in _KNOWN_CALLS:
+                        clobbers |= _ALL_WRITABLE
                 elif isa.is_store(inst) or isa.is_atomic(inst):
                     clobbers |= _ALIASES[_normalize_space(isa.state_space(inst))]
                 elif inst.opcode in ("bar", "barrier"):
                     clobbers |= {".shared", ".global", "generic"}
-        every_iteration = {b for b in loop.body if all(cfg.dominates(b, latch) for latch in loop.latches)}
-        induction: dict[str, tuple[int, ir.Operand, int]] = {}
-        additive: set[str] = set()
-        for name, ds in defs.items():
-            if all(_is_int_addsub(inst) for inst, _ in ds):
-                additive.add(name)
-            if len(ds) != 1:
-                continue
-            inst, b = ds[0]
-            if inst.guard is not None or b not in every_iteration or not _is_int_addsub(inst):
-                continue
-            if len(inst.operands) != 3:
-                continue
-            dst, x, y = inst.operands
-            width = isa.type_bits(isa.instruction_type(inst)) or 0
-            if not isinstance(dst, ir.Register) or dst.selector is not None or width == 0:
-                continue
-            me = ir.Register(name)
-            sign = 1 if inst.opcode == "add" else -1
-            if x == me and _invariant(y, defs):
-                induction[name] = (sign, y, width)
-            elif inst.opcode == "add" and y == me and _invariant(x, defs):
-                induction[name] = (1, x, width)
+        additive = {name for name, ds in defs.items() if all(_is_int_addsub(inst) for inst, _, _ in ds)}
+        induction = _induction_variables(cfg, loop, defs)
         info = _LoopInfo(label, set(defs), induction, additive, frozenset(clobbers))
         self.loop_infos[loop.header] = info
         return info
@@ -1401,12 +1423,10 @@ class SymbolicExecutor:
                 init = old[key]
                 w = init.size()
                 if ind is not None and key[1] is None:
-                    sign, step_op, _ = ind
-                    step = self._operand_value(step_op, w)
+                    step = self._step_value(ind, w)
                     if step is not None:
                         count = self.dom.extract(it, w - 1, 0) if w <= 64 else self.dom.zext(it, w)
-                        delta = self.dom.mul(step, count)
-                        new_env[key] = self.dom.add(init, delta) if sign > 0 else self.dom.sub(init, delta)
+                        new_env[key] = simplify(self.dom.add(init, self.dom.mul(step, count)))
                         continue
                 var = z3.BitVec(f"loop_{name}.{_reg_text(ir.Register(*key))}", w)
                 if reg_name in info.additive and w > 1:
@@ -1417,6 +1437,20 @@ class SymbolicExecutor:
         if info.clobbers:
             self._clobber(st, info.clobbers, None)
         st.loops.append(_LoopCtx(loop, it, f"iter_{name}"))
+
+    def _step_value(self, steps: tuple[tuple[int, ir.Operand], ...], width: int) -> BV | None:
+        """The sum of an induction variable's signed steps, at ``width`` bits
+        (read on loop entry: the steps are loop-invariant)."""
+        total: BV | None = None
+        for sign, op in steps:
+            value = self._operand_value(op, width)
+            if value is None:
+                return None
+            if total is None:
+                total = value if sign > 0 else self.dom.neg(value)
+            else:
+                total = self.dom.add(total, value) if sign > 0 else self.dom.sub(total, value)
+        return total
 
     def _operand_value(self, op: ir.Operand, width: int) -> BV | None:
         if isinstance(op, ir.IntImm):
@@ -1475,6 +1509,112 @@ def _invariant(op: ir.Operand, defs: dict[str, list[Any]]) -> bool:
             return op.name not in _VOLATILE
         return op.name not in defs
     return False
+
+
+def _copy_or_step(
+    inst: ir.Instruction, defs: dict[str, Any]
+) -> tuple[ir.Register, int, ir.Operand | None] | None:
+    """``inst`` as ``dst = src + sign*step`` when it is an integer add/sub of
+    a loop-invariant step, or a copy (``mov``, or ``cvt`` between integer
+    types of one width: the bits do not change); step None for a copy.
+    Returns (src, sign, step), or None for anything else."""
+    if inst.guard is not None or len(inst.operands) < 2:
+        return None
+    dst = inst.operands[0]
+    if not isinstance(dst, ir.Register) or dst.selector is not None:
+        return None
+    if inst.opcode == "mov" and len(inst.operands) == 2:
+        src = inst.operands[1]
+        t = isa.instruction_type(inst)
+        if isinstance(src, ir.Register) and src.selector is None and t is not None and t[1] in "usb":
+            return src, 1, None
+        return None
+    if inst.opcode == "cvt" and len(inst.operands) == 2:
+        types = isa.instruction_types(inst)
+        src = inst.operands[1]
+        if (
+            len(types) == 2
+            and all(t[1] in "usb" for t in types)
+            and isa.type_bits(types[0]) == isa.type_bits(types[1])
+            and not any(m in (".sat",) for m in inst.modifiers)
+            and isinstance(src, ir.Register)
+            and src.selector is None
+        ):
+            return src, 1, None
+        return None
+    if not _is_int_addsub(inst) or len(inst.operands) != 3:
+        return None
+    _, x, y = inst.operands
+    sign = 1 if inst.opcode == "add" else -1
+    if isinstance(x, ir.Register) and x.selector is None and x.name in defs and _invariant(y, defs):
+        return x, sign, y
+    if (
+        inst.opcode == "add"
+        and isinstance(y, ir.Register)
+        and y.selector is None
+        and y.name in defs
+        and _invariant(x, defs)
+    ):
+        return y, 1, x
+    return None
+
+
+def _induction_variables(
+    cfg: CFG, loop: Loop, defs: dict[str, list[tuple[ir.Instruction, int, int]]]
+) -> dict[str, tuple[tuple[int, ir.Operand], ...]]:
+    """Registers whose value at the loop header is ``init + step*iter``.
+
+    A register qualifies when its one definition in the loop runs on every
+    iteration and follows a chain of copies and adds of loop-invariant steps
+    that starts from its own value at the header: ``r = r + 4``, but also
+    ``p1 = p0 + 8; p2 = p1 + 8; p0 = p2`` (unrolled pointer bumps) and
+    ``mov r5, r6; add r6, r5, 1`` (a ``-G`` counter kept through a copy). A
+    source defined earlier in the same iteration is followed to its own
+    definition; one defined later (or not at all before this point) is read
+    as it was at the header. The step is the sum along the chain; every link
+    must have one width, so the sum wraps like the registers do.
+    """
+    every_iteration = {b for b in loop.body if all(cfg.dominates(b, latch) for latch in loop.latches)}
+    links: dict[str, tuple[ir.Register, int, ir.Operand | None, int, tuple[int, int]]] = {}
+    for name, ds in defs.items():
+        if len(ds) != 1:
+            continue
+        inst, b, k = ds[0]
+        if b not in every_iteration:
+            continue
+        link = _copy_or_step(inst, defs)
+        if link is None:
+            continue
+        types = isa.instruction_types(inst)
+        width = (isa.type_bits(types[0]) or 0) if types else 0
+        if width:
+            links[name] = (*link, width, (b, k))
+
+    def before(a: tuple[int, int], b: tuple[int, int]) -> bool:
+        """Whether position ``a`` runs before ``b`` within one iteration (both
+        are on every iteration's path, so one dominates the other)."""
+        return a[1] < b[1] if a[0] == b[0] else cfg.dominates(a[0], b[0])
+
+    out: dict[str, tuple[tuple[int, ir.Operand], ...]] = {}
+    for name, (_, _, _, width, _) in links.items():
+        steps: list[tuple[int, ir.Operand]] = []
+        current = name
+        for _ in range(len(links)):
+            src, sign, step, w, pos = links[current]
+            if w != width:
+                break
+            if step is not None:
+                steps.append((sign, step))
+            src_link = links.get(src.name)
+            if src_link is not None and src.name != current and before(src_link[4], pos):
+                current = src.name  # redefined earlier in this iteration: follow it
+                continue
+            if src.name != name and src.name in defs and src_link is None:
+                break  # defined in the loop by something else than a copy or a step
+            if src.name == name and steps:
+                out[name] = tuple(steps)
+            break
+    return out
 
 
 def _warp_result_widths(inst: ir.Instruction) -> list[int]:
