@@ -13,13 +13,24 @@ condition and statistic (addresses also as SMT-LIB terms). A kernel whose
 budget ran out is reported as ``partial`` with the reason. Bad input is one
 line, ``file:line:col: message``, with exit status 1 (``PTXASW_DEBUG=1``
 shows a traceback for an internal error instead).
+
+Files of tens of thousands of kernels are handled as a stream: the module is
+parsed once, then each kernel is analysed, printed and forgotten before the
+next (the JSON document is written incrementally, or one object a line with
+``--json-lines``), so memory is that of the largest kernel's analysis and the
+first results appear at once. ``--budget`` bounds the whole command: kernels
+not reached in time are listed as ``skipped`` with the reason (the run's
+status is then ``partial``). On a terminal, a progress bar runs on stderr.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import click
 
@@ -43,11 +54,21 @@ _SPACES = {
 @click.option("-k", "--kernel", "kernels", multiple=True, help="Only this kernel (repeatable).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
 @click.option(
+    "--json-lines", is_flag=True, help="Print one JSON object per kernel per line (implies --json)."
+)
+@click.option(
     "--time-budget",
     type=click.FloatRange(min=0.0, min_open=True),
     default=10.0,
     show_default=True,
     help="Wall-clock seconds per kernel; past it the kernel is reported as partial.",
+)
+@click.option(
+    "--budget",
+    "total_budget",
+    type=click.FloatRange(min=0.0, min_open=True),
+    default=None,
+    help="Wall-clock seconds for all kernels together; kernels not reached are listed as skipped.",
 )
 @click.option(
     "--max-paths",
@@ -75,44 +96,162 @@ def trace_command(
     source: str,
     kernels: tuple[str, ...],
     as_json: bool,
+    json_lines: bool,
     time_budget: float,
+    total_budget: float | None,
     max_paths: int,
     solver_timeout: int,
     spaces: tuple[str, ...],
     shared: bool,
 ) -> None:
     """Print the symbolic memory trace of each kernel and flow."""
-    from ptxasw.emulator.symbolic.executor import Budget, analyze_kernel
+    from ptxasw.emulator.symbolic import batch
+    from ptxasw.emulator.symbolic.executor import Budget
 
     try:
         module = read_ptx(source)
         names = [fn.name for fn in module.kernels]
+        known = set(names)
         for name in kernels:
-            if name not in names:
-                known = ", ".join(names) or "none"
-                raise PtxError(f"no kernel named {name} (kernels: {known})")
-        selected = list(kernels) or names
-        budget = Budget(time_s=time_budget, max_paths=max_paths, solver_timeout_ms=solver_timeout)
-        keep = [_SPACES[s] for s in spaces] or None
-        results = []
-        for name in selected:
-            try:
-                results.append(analyze_kernel(module, name, budget))
-            except PtxError:
-                raise
-            except Exception as exc:  # an emulator bug: one line, not a traceback
-                if os.environ.get("PTXASW_DEBUG"):
-                    raise
-                why = f"{type(exc).__name__}: {exc}"
-                raise PtxError(f"internal error while analysing {name}: {why}") from None
+            if name not in known:
+                raise PtxError(f"no kernel named {name} (kernels: {_name_list(names)})")
     except PtxError as exc:
         click.echo(f"ptxasw: error: {exc}", err=True)
         sys.exit(1)
-    if as_json:
-        doc = {"file": source, "kernels": [r.to_json(keep) for r in results]}
-        click.echo(json.dumps(doc, indent=2))
+    selected = list(dict.fromkeys(kernels)) or names
+    budget = Budget(time_s=time_budget, max_paths=max_paths, solver_timeout_ms=solver_timeout)
+    deadline = None if total_budget is None else batch.now() + total_budget
+    keep = [_SPACES[s] for s in spaces] or None
+    out: _Output
+    if json_lines:
+        out = _JsonLinesOutput(keep)
+    elif as_json:
+        out = _JsonOutput(source, keep)
+    else:
+        out = _TextOutput(source, keep, shared)
+    debug = bool(os.environ.get("PTXASW_DEBUG"))
+    skipped = errors = 0
+    with _progress(len(selected), enabled=sys.stderr.isatty()) as show:
+        results = batch.iter_analyses(
+            module, selected, budget, deadline=deadline, on_start=show, catch=not debug
+        )
+        for result in results:
+            out.kernel(result)
+            if isinstance(result, batch.Skipped):
+                if result.status == "error":
+                    errors += 1
+                    click.echo(
+                        f"ptxasw: error: internal error while analysing {result.kernel}: {result.reason}",
+                        err=True,
+                    )
+                else:
+                    skipped += 1
+    out.close("partial" if skipped or errors else "complete", skipped)
+    if skipped:
+        click.echo(
+            f"ptxasw: note: {skipped} of {len(selected)} kernels skipped: "
+            f"the overall budget of {total_budget:g} s was spent",
+            err=True,
+        )
+    if errors:
+        sys.exit(1)
+
+
+def _name_list(names: list[str], limit: int = 10) -> str:
+    """At most ``limit`` names, then how many more: a file may hold 30k kernels."""
+    if not names:
+        return "none"
+    shown = ", ".join(names[:limit])
+    return shown if len(names) <= limit else f"{shown}, ... and {len(names) - limit} more"
+
+
+@contextlib.contextmanager
+def _progress(total: int, enabled: bool) -> Iterator[Callable[[str], None]]:
+    """A rich progress bar on stderr (only on a terminal); yields "now analysing NAME"."""
+    if not enabled or total == 0:
+        yield lambda name: None
         return
-    if not results:
-        click.echo(f"{source}: no kernels")
-        return
-    click.echo("\n\n".join(r.format(spaces=keep, shared=shared) for r in results))
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    progress = Progress(
+        TextColumn("trace"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.description}"),
+        console=Console(file=sys.stderr),
+        transient=True,
+        # Results printed to the same terminal go above the bar; to a pipe or file, untouched.
+        redirect_stdout=sys.stdout.isatty(),
+        redirect_stderr=False,
+    )
+    task = progress.add_task("", total=total)
+    started = 0
+
+    def show(name: str) -> None:
+        nonlocal started
+        progress.update(task, completed=started, description=name[:60])
+        started += 1
+
+    with progress:
+        yield show
+
+
+class _Output:
+    """Where results go, one kernel at a time (written and flushed at once)."""
+
+    def kernel(self, result: Any) -> None:
+        raise NotImplementedError
+
+    def close(self, status: str, skipped: int) -> None:
+        raise NotImplementedError
+
+
+class _TextOutput(_Output):
+    def __init__(self, source: str, keep: list[str] | None, shared: bool) -> None:
+        self.source, self.keep, self.shared = source, keep, shared
+        self.count = 0
+
+    def kernel(self, result: Any) -> None:
+        text = result.format(spaces=self.keep, shared=self.shared)
+        _write(("\n\n" if self.count else "") + text)
+        self.count += 1
+
+    def close(self, status: str, skipped: int) -> None:
+        _write("\n" if self.count else f"{self.source}: no kernels\n")
+
+
+class _JsonOutput(_Output):
+    """``{"file": ..., "kernels": [...], "status": ..., "skipped": N}``, written as it grows."""
+
+    def __init__(self, source: str, keep: list[str] | None) -> None:
+        self.keep = keep
+        self.count = 0
+        _write('{\n  "file": ' + json.dumps(source) + ',\n  "kernels": [')
+
+    def kernel(self, result: Any) -> None:
+        body = json.dumps(result.to_json(self.keep), indent=2).replace("\n", "\n    ")
+        _write(("," if self.count else "") + "\n    " + body)
+        self.count += 1
+
+    def close(self, status: str, skipped: int) -> None:
+        end = "\n  ]" if self.count else "]"
+        _write(f'{end},\n  "status": "{status}",\n  "skipped": {skipped}\n}}\n')
+
+
+class _JsonLinesOutput(_Output):
+    def __init__(self, keep: list[str] | None) -> None:
+        self.keep = keep
+
+    def kernel(self, result: Any) -> None:
+        _write(json.dumps(result.to_json(self.keep)) + "\n")
+
+    def close(self, status: str, skipped: int) -> None:
+        pass
+
+
+def _write(text: str) -> None:
+    # sys.stdout at call time: the progress bar may redirect it while it runs.
+    sys.stdout.write(text)
+    sys.stdout.flush()

@@ -45,6 +45,11 @@ PRECEDENCE = {
 }  # fmt: skip
 
 
+# Token kinds whose operand depends only on the text (and the declared names):
+# built once per parse and shared.
+_CACHED_KINDS = frozenset({"REG", "IDENT", "INT", "HEX_FLOAT", "DEC_FLOAT"})
+
+
 def _loc(path: str, tok: Token) -> ir.SourceLoc:
     return ir.SourceLoc(path, tok.line or 0, tok.column or 0)
 
@@ -73,6 +78,29 @@ class _ToIR(Transformer):  # type: ignore[type-arg]
         self.comments: list[ir.Comment] = []
         # GCC names .param variables like registers (`.param .u32 %value_in;`).
         self.percent_params: set[str] = set()
+        # Operands and guards by their text. IR operands are immutable, so one
+        # object can stand for every occurrence: a 50 MB file names the same
+        # few hundred registers a million times, and sharing them (and their
+        # name strings) is most of the difference between 20x and 10x the
+        # input size in memory. The meaning of a name depends on the two sets
+        # above, so the cache is emptied whenever they grow.
+        self.operand_cache: dict[str, ir.Operand] = {}
+        self.guard_cache: dict[str, ir.Guard] = {}
+
+    def reset(self, path: str) -> None:
+        """Forget everything of the previous parse."""
+        self.path = path
+        self.bare_registers = set()
+        self.comments = []
+        self.percent_params = set()
+        self.operand_cache = {}
+        self.guard_cache = {}
+
+    def _declare(self, names: set[str], name: str) -> None:
+        """Record a register-like parameter or bare register name (see `operand_cache`)."""
+        if name not in names:
+            names.add(name)
+            self.operand_cache.clear()
 
     def collect_comment(self, tok: Token) -> None:
         """Lexer callback for whole-line comments between top-level items."""
@@ -84,11 +112,20 @@ class _ToIR(Transformer):  # type: ignore[type-arg]
         if not isinstance(tok, Token):
             return tok
         kind = tok.type
+        if kind in _CACHED_KINDS:
+            key = str(tok)
+            value = self.operand_cache.get(key)
+            if value is None:
+                value = self.operand_cache[key] = self._new_atom(kind, key)
+            return value
+        return self._new_atom(kind, tok)
+
+    def _new_atom(self, kind: str, tok: Any) -> ir.Operand:
         if kind == "REG":
-            name, _, selector = tok.value.partition(".")
+            name, _, selector = tok.partition(".")
             if name in self.percent_params:
                 return ir.Symbol(name)
-            return ir.Register(name, selector or None)
+            return ir.Register(sys.intern(name), selector or None)
         if kind == "IDENT":
             if tok in self.bare_registers:
                 return ir.Register(str(tok))
@@ -162,7 +199,15 @@ class _ToIR(Transformer):  # type: ignore[type-arg]
         )
 
     def _simple_operand(self, text: str) -> ir.Operand:
-        """One operand of an OPERANDS token, built as the full grammar would."""
+        """One operand of an OPERANDS token, built as the full grammar would (shared by text)."""
+        if text == "_":  # the sink; as a name (IDENT) the same text means a symbol
+            return ir.Sink()
+        value = self.operand_cache.get(text)
+        if value is None:
+            value = self.operand_cache[text] = self._new_simple_operand(text)
+        return value
+
+    def _new_simple_operand(self, text: str) -> ir.Operand:
         first = text[0]
         if first == "%":
             return self.atom(Token("REG", text))
@@ -231,11 +276,14 @@ class _ToIR(Transformer):  # type: ignore[type-arg]
         return ir.Instruction(opcode, modifiers, operands, guard, loc)
 
     def _guard(self, text: str) -> ir.Guard:
-        """``@%p``, ``@!%p``, and GCC's ``@ %p``."""
-        body = text[1:].replace(" ", "").replace("\t", "")
-        negated = body.startswith("!")
-        name = body[1:] if negated else body
-        return ir.Guard(ir.Register(name), negated)
+        """``@%p``, ``@!%p``, and GCC's ``@ %p`` (shared by text, as operands are)."""
+        guard = self.guard_cache.get(text)
+        if guard is None:
+            body = text[1:].replace(" ", "").replace("\t", "")
+            negated = body.startswith("!")
+            name = sys.intern(body[1:] if negated else body)
+            guard = self.guard_cache[text] = ir.Guard(ir.Register(name), negated)
+        return guard
 
     def label(self, children: list[Any]) -> ir.Label:
         tok = children[0]
@@ -301,7 +349,7 @@ class _ToIR(Transformer):  # type: ignore[type-arg]
 
     def var_name(self, children: list[Any]) -> ir.VarName:
         name_tok, *rest = children
-        var = ir.VarName(str(name_tok))
+        var = ir.VarName(sys.intern(str(name_tok)))
         dims: list[int | None] = []
         for item in rest:
             if isinstance(item, tuple) and item[0] == "count":
@@ -318,19 +366,20 @@ class _ToIR(Transformer):  # type: ignore[type-arg]
         first = next(q for q in quals if isinstance(q, Token))
         decl = _sort_qualifiers(quals, _loc(self.path, first))
         decl.names = names
-        if decl.space == ".reg":
-            self.bare_registers.update(v.name for v in names if not v.name.startswith("%"))
-        elif decl.space == ".param":
-            self.percent_params.update(v.name for v in names if v.name.startswith("%"))
+        for v in names:
+            if decl.space == ".reg" and not v.name.startswith("%"):
+                self._declare(self.bare_registers, v.name)
+            elif decl.space == ".param" and v.name.startswith("%"):
+                self._declare(self.percent_params, v.name)
         return decl
 
     def param(self, children: list[Any]) -> ir.ParamSpec:
         quals, name, *dims = children
         decl = _sort_qualifiers(quals, _loc(self.path, name))
         if decl.space == ".reg" and not name.startswith("%"):
-            self.bare_registers.add(str(name))
+            self._declare(self.bare_registers, str(name))
         elif decl.space == ".param" and name.startswith("%"):
-            self.percent_params.add(str(name))
+            self._declare(self.percent_params, str(name))
         return ir.ParamSpec(
             space=decl.space,
             type=decl.type,
@@ -576,7 +625,7 @@ def _sort_qualifiers(quals: list[Any], loc: ir.SourceLoc) -> ir.VarDecl:
             else:
                 attributes.append(value)
             continue
-        word = str(q)
+        word = sys.intern(str(q))  # a few dozen distinct words over a whole file
         if ptr_attrs is not None:
             ptr_attrs.append(word)
         elif word == ".ptr":
@@ -669,10 +718,7 @@ def parse_ptx(text: str, path: str = "<string>") -> ir.Module:
     if not text or text.isspace():
         raise PtxError("empty input: a PTX module starts with .version", ir.SourceLoc(path, 1, 1))
     parser = _parser()
-    parser.transformer.path = path
-    parser.transformer.bare_registers = set()
-    parser.transformer.comments = []
-    parser.transformer.percent_params = set()
+    parser.transformer.reset(path)
     # The parse allocates one object per operand and none of them form cycles;
     # pausing the cyclic collector meanwhile saves a fifth of the time.
     collecting = gc.isenabled()
@@ -684,6 +730,7 @@ def parse_ptx(text: str, path: str = "<string>") -> ir.Module:
     except LexError as exc:
         raise PtxSyntaxError(str(exc), ir.SourceLoc(path, exc.line, exc.col)) from None
     finally:
+        parser.transformer.reset("<string>")  # the caches would keep the last module's operands alive
         if collecting:
             gc.enable()
     assert isinstance(module, ir.Module)

@@ -1655,5 +1655,9 @@ def analyze_kernel(module: ir.Module, kernel_name: str, budget: Budget | None = 
 
 
 def analyze_module(module: ir.Module, budget: Budget | None = None) -> list[KernelAnalysis]:
-    """`analyze_kernel` for every kernel (``.entry`` with a body) of the module."""
-    return [analyze_kernel(module, fn.name, budget) for fn in module.kernels]
+    """`analyze_kernel` for every kernel (``.entry`` with a body) of the module.
+
+    All results at once; `ptxasw.emulator.symbolic.batch.iter_analyses` yields
+    them one by one (and keeps to an overall deadline) for large modules.
+    """
+    return [SymbolicExecutor(module, fn, budget).run() for fn in module.kernels]
