@@ -146,6 +146,7 @@ def trace_command(
                     )
                 else:
                     skipped += 1
+            del result  # printed: let it go before the next kernel is analysed
     out.close("partial" if skipped or errors else "complete", skipped)
     if skipped:
         click.echo(

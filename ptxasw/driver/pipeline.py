@@ -14,6 +14,7 @@ print, the identity transform); shuffle synthesis adds itself here.
 
 from __future__ import annotations
 
+import inspect
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
@@ -21,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ptxasw import ir
+from ptxasw.driver.deadline import Deadline
 from ptxasw.ir.builder import AnalysisCache, FunctionBuilder
 from ptxasw.ir.printer import print_module
 from ptxasw.parser import parse_ptx
@@ -99,9 +101,17 @@ def default_passes() -> list[ModulePass]:
     return []
 
 
-def run_pipeline(text: str, source_name: str, passes: Sequence[ModulePass] | None = None) -> PipelineResult:
+def run_pipeline(
+    text: str,
+    source_name: str,
+    passes: Sequence[ModulePass] | None = None,
+    deadline: float | None = None,
+) -> PipelineResult:
     """Parse ``text``, run ``passes`` (default: `default_passes`), print.
 
+    ``deadline`` (a `time.monotonic` time, None for none) is when the whole
+    run must be done: the passes get a `Deadline` that ends early enough to
+    print, and a pass that does not fit is skipped and logged, not the file.
     Raises `ptxasw.errors.PtxError` for input the parser refuses; the wrapper
     turns any exception into its fail-open path.
     """
@@ -117,11 +127,16 @@ def run_pipeline(text: str, source_name: str, passes: Sequence[ModulePass] | Non
     module = parse_ptx(text, source_name)
     records.append(_record("parse", False, start, instructions=sum(1 for _ in module.instructions())))
 
+    pass_deadline = _pass_deadline(deadline, records[-1]["seconds"])
     analyses = AnalysisCache()
     for p in default_passes() if passes is None else passes:
         start = time.perf_counter()
+        if pass_deadline.expired():
+            pass_deadline.skip(p.name, p.name, "PTXASW_TIMEOUT deadline reached before the pass")
+            records.append(_record(p.name, False, start, skipped=1, skipped_names=[p.name]))
+            continue
         edits = analyses.edits
-        result = p.run(module, analyses)
+        result = _run_pass(p, module, analyses, pass_deadline)
         # An edit through the builder is a change whatever the pass says.
         changed = result.changed or analyses.edits != edits
         records.append(_record(p.name, changed, start, **result.stats))
@@ -130,6 +145,28 @@ def run_pipeline(text: str, source_name: str, passes: Sequence[ModulePass] | Non
     out = print_module(module)
     records.append(_record("print", False, start, lines=out.count("\n")))
     return PipelineResult(out, records)
+
+
+# Printing takes about a fifth of the parse time; half of it is kept in hand.
+PRINT_RESERVE = 0.5
+
+
+def _pass_deadline(deadline: float | None, parse_seconds: float) -> Deadline:
+    """The passes' share of the run's deadline: what is left after printing."""
+    if deadline is None:
+        return Deadline()
+    return Deadline(deadline - PRINT_RESERVE * parse_seconds)
+
+
+def _run_pass(p: ModulePass, module: ir.Module, analyses: AnalysisCache, deadline: Deadline) -> PassResult:
+    """``p.run``, handing the deadline to passes whose ``run`` takes a ``deadline`` keyword."""
+    try:
+        takes_deadline = "deadline" in inspect.signature(p.run).parameters
+    except (TypeError, ValueError):
+        takes_deadline = False
+    if takes_deadline:
+        return p.run(module, analyses, deadline=deadline)  # type: ignore[call-arg]
+    return p.run(module, analyses)
 
 
 def _record(name: str, changed: bool, start: float, **stats: Any) -> dict[str, Any]:

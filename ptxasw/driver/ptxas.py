@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import inspect
 import json
 import math
 import os
@@ -573,7 +574,26 @@ def transform_ptx(text: str, name: str, timeout: float | None = None) -> Outcome
     return Outcome(name, "ok", text=new, passes=passes, seconds=seconds)
 
 
-def _pipeline_box(fn: Callable[[str, str], Any], text: str, name: str) -> tuple[Any, ...]:
+def _pipeline_deadline(timeout: float) -> float | None:
+    """When the pipeline itself must be done: the time-out, less a margin to
+    hand the text back (its passes skip the kernels that do not fit)."""
+    if math.isinf(timeout):
+        return None
+    return time.monotonic() + timeout - min(0.1 * timeout, 2.0)
+
+
+def _call_pipeline(fn: Callable[..., Any], text: str, name: str, deadline: float | None) -> Any:
+    """``fn(text, name)``, with ``deadline=`` for pipelines that take one (PTXASW_PIPELINE may not)."""
+    try:
+        takes_deadline = "deadline" in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        takes_deadline = False
+    return fn(text, name, deadline=deadline) if takes_deadline else fn(text, name)
+
+
+def _pipeline_box(
+    fn: Callable[[str, str], Any], text: str, name: str, deadline: float | None = None
+) -> tuple[Any, ...]:
     """Run the pipeline and reduce its result to plain data (it may cross a pipe).
 
     ``("ok", new_text_or_None, pass_records)`` or ``("error", where, message)``.
@@ -582,7 +602,7 @@ def _pipeline_box(fn: Callable[[str, str], Any], text: str, name: str) -> tuple[
     second run on the original.
     """
     try:
-        result = fn(text, name)
+        result = _call_pipeline(fn, text, name, deadline)
         new = getattr(result, "text", None)
         if not isinstance(new, str):
             return ("error", None, "internal error: the pipeline returned no PTX text")
@@ -625,7 +645,8 @@ def _run_in_child(
             os.close(read_fd)
             for signum in _FORWARDED_SIGNALS:
                 signal.signal(signum, signal.SIG_DFL)
-            payload = pickle.dumps(_pipeline_box(fn, text, name), protocol=pickle.HIGHEST_PROTOCOL)
+            box = _pipeline_box(fn, text, name, _pipeline_deadline(timeout))
+            payload = pickle.dumps(box, protocol=pickle.HIGHEST_PROTOCOL)
             with os.fdopen(write_fd, "wb") as pipe:
                 pipe.write(payload)
         except BaseException:
@@ -688,7 +709,8 @@ def _run_in_thread(
 ) -> tuple[bool, tuple[Any, ...]]:  # pragma: no cover - only where there is no fork
     """`_pipeline_box` in a daemon thread, abandoned (not stopped) at the time-out."""
     box: list[tuple[Any, ...]] = []
-    worker = threading.Thread(target=lambda: box.append(_pipeline_box(fn, text, name)), daemon=True)
+    deadline = _pipeline_deadline(timeout)
+    worker = threading.Thread(target=lambda: box.append(_pipeline_box(fn, text, name, deadline)), daemon=True)
     worker.start()
     worker.join(None if math.isinf(timeout) else timeout)
     if worker.is_alive():

@@ -104,6 +104,7 @@ def iter_analyses(
         except Exception as exc:  # reported per kernel by the caller
             result = Skipped(name, f"{type(exc).__name__}: {exc}", "error", exc)
         yield result
+        del result  # not kept alive while the next kernel is analysed
 
 
 def _shared_items(module: ir.Module) -> list[ir.TopLevel]:
