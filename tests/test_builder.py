@@ -179,8 +179,63 @@ def test_an_instruction_lives_in_one_place() -> None:
     mov = b.mov(r, 1)
     with pytest.raises(BuildError, match="already in k"):
         b.insert_before(add, [mov, mov])
-    with pytest.raises(BuildError, match="already exists"):
+    with pytest.raises(BuildError, match="already names something"):
         b.insert_before(add, ir.Label("$L__BB0_2"))
+    with pytest.raises(BuildError, match="is text"):
+        b.insert_before(add, "mov.u32 %r1, 2;")  # type: ignore[arg-type]
+    # Instructions put together by hand are checked on the way in too.
+    with pytest.raises(BuildError, match=r"does not take type \.b32"):
+        b.insert_before(add, ir.Instruction("add", (".b32",), (R(4), R(1), R(1))))
+    assert b.edits == 1  # the fresh register only
+
+
+def test_fresh_label_and_branch_around_a_guarded_fallback() -> None:
+    """The shape of a shuffle with its corner-case load: the label and the
+    branch are built before the label is placed."""
+    module, fn, b = small()
+    st_inst = find(fn, "st.global.u32 [%rd1], %r3;")
+    ok = b.fresh_pred()
+    skip = b.fresh_label()
+    branch = b.bra(skip, guard=ok)
+    fallback = b.copy(st_inst, guard=ir.Guard(ok, negated=True))
+    assert fallback.guard == ir.Guard(ok, negated=True) and b.copy(st_inst).guard is None
+    b.insert_before(st_inst, [b.setp("ne", ok, R(3), 0), branch, fallback, skip])
+    lines = body_lines(module)
+    i = lines.index("setp.ne.b32 %swp1, %r3, 0;")
+    assert lines[i : i + 5] == [
+        "setp.ne.b32 %swp1, %r3, 0;",
+        f"@%swp1 bra {skip.name};",
+        "@!%swp1 st.global.u32 [%rd1], %r3;",
+        f"{skip.name}:",
+        "st.global.u32 [%rd1], %r3;",
+    ]
+    with pytest.raises(BuildError, match="already names something"):
+        b.insert_after(st_inst, ir.Label(skip.name))
+    round_trips(module)
+
+
+def test_hoist_moves_a_block_declaration_to_the_top_level() -> None:
+    module, fn, b = small()
+    inner = find(fn, "setp.lt.s32 p, %r1, 4;")
+    block = b.position(inner).blocks[0]
+    decl = block.body[0]
+    assert isinstance(decl, ir.VarDecl)
+    b.hoist(decl)
+    assert b.position(decl).depth == 0 and decl not in block.body
+    assert isinstance(fn.body.body[b.position(decl).index - 1], ir.VarDecl)
+    round_trips(module)
+    # Hoisting the second copy of an inlined block would declare p twice.
+    module, fn, b = small()
+    block = b.position(find(fn, "setp.lt.s32 p, %r1, 4;")).blocks[0]
+    twin = ir.Block([ir.VarDecl(".reg", ".pred", [ir.VarName("p")])])
+    b.insert_after(block, twin)
+    with pytest.raises(BuildError, match="cannot hoist p"):
+        b.hoist(block.body[0])  # type: ignore[arg-type]
+    local = ir.VarDecl(".local", ".b32", [ir.VarName("buf", array=(4,))])
+    b.insert_after(twin.body[0], local)
+    with pytest.raises(BuildError, match=r"only \.reg"):
+        b.hoist(local)
+    round_trips(module)
 
 
 def test_replace_keeps_labels_and_loc_in_place() -> None:
@@ -737,7 +792,9 @@ def test_random_edits_keep_the_module_printable_parseable_and_assemblable(
     name, text, arch, flags = data.draw(st.sampled_from(property_files))
     module = parse_ptx(text, name)
     fn = data.draw(st.sampled_from([f for f in module.functions if f.body is not None]))
-    b = FunctionBuilder(fn, module)
+    # With the bare "%" prefix fresh names are nvcc's own (%r15 after %r<15>),
+    # so any name the builder failed to see would be declared twice.
+    b = FunctionBuilder(fn, module, prefix=data.draw(st.sampled_from(["%", "%sw"])))
     log = [data.draw(st.sampled_from(EDITS))(data, b, fn) for _ in range(data.draw(st.integers(1, 8)))]
     printed = round_trips(module)
     result = assemble(printed, arch, flags)
@@ -753,7 +810,9 @@ def test_random_edits_round_trip_through_the_printer(
     name, text, _, _ = data.draw(st.sampled_from(property_files))
     module = parse_ptx(text, name)
     fn = data.draw(st.sampled_from([f for f in module.functions if f.body is not None]))
-    b = FunctionBuilder(fn, module)
+    # With the bare "%" prefix fresh names are nvcc's own (%r15 after %r<15>),
+    # so any name the builder failed to see would be declared twice.
+    b = FunctionBuilder(fn, module, prefix=data.draw(st.sampled_from(["%", "%sw"])))
     for _ in range(data.draw(st.integers(1, 20))):
         data.draw(st.sampled_from(EDITS))(data, b, fn)
     round_trips(module)

@@ -201,17 +201,20 @@ def _operand_names(op: object) -> Iterator[str]:
 
 
 class _Scope:
-    """Every name a function can see or declares, and the type of each register.
+    """Every name a function declares or can see (``names``), every name its
+    operands mention (``used``), and the type of each register.
 
     Nested blocks are folded into one namespace on purpose: a fresh name must
     not be shadowed by a block's own declaration either. A name declared with
     two types in two blocks has no single type and is not type-checked.
     """
 
-    def __init__(self, fn: Function, module: Module | None) -> None:
+    def __init__(self, fn: Function, module: Module | None, skip: VarDecl | None = None) -> None:
+        self.skip = skip  # a declaration to leave out (see FunctionBuilder.hoist)
         self.names: set[str] = set()
+        self.used: set[str] = set()
         self.types: dict[str, str | None] = {}
-        self.labels: set[str] = set()
+        self.reserved: set[str] = set()  # fresh labels handed out, maybe not inserted yet
         if module is not None:
             for item in module.items:
                 if isinstance(item, VarDecl):
@@ -238,8 +241,8 @@ class _Scope:
             match stmt:
                 case Instruction():
                     for op in stmt.operands:
-                        self.names.update(_operand_names(op))
-                case VarDecl():
+                        self.used.update(_operand_names(op))
+                case VarDecl() if stmt is not self.skip:
                     for vn in stmt.names:
                         for name in _declared(vn):
                             if stmt.space == ".reg" and not vn.array:
@@ -249,9 +252,12 @@ class _Scope:
                                 self.names.add(name)
                 case Label(name=name) | CallPrototype(label=name) | TargetList(label=name):
                     self.names.add(name)
-                    self.labels.add(name)
                 case Block(body=inner):
                     self._walk(inner)
+
+    def taken(self, name: str) -> bool:
+        """Whether a new declaration or label may not use ``name``."""
+        return name in self.names or name in self.used or name in self.reserved
 
 
 def _hint_base(typ: str) -> str:
@@ -290,6 +296,13 @@ class Position:
 
 OperandLike = Operand | int
 GuardLike = Guard | Register | None
+
+
+class _Keep:
+    """The default of `FunctionBuilder.copy`'s ``guard``: keep the original's."""
+
+
+_KEEP = _Keep()
 
 
 class FunctionBuilder:
@@ -394,20 +407,25 @@ class FunctionBuilder:
         self._edited(())
 
     def _fresh_statements(self, new: Statement | Sequence[Statement]) -> list[Statement]:
+        if isinstance(new, str):
+            raise BuildError(f"{new!r} is text: build the statement instead")
         stmts = [new] if not isinstance(new, Sequence) else list(new)
         if not stmts:
             raise BuildError("nothing to insert")
         for s in stmts:
+            if not isinstance(s, Statement):  # type: ignore[misc, arg-type]
+                raise BuildError(f"{s!r} is not a PTX statement: build it, do not write it")
+            if isinstance(s, Instruction):
+                self.check(s)  # also what a pass put together without the helpers
             if self.contains(s) or sum(1 for t in stmts if t is s) > 1:
                 raise BuildError(f"{_describe(s)} is already in {self.fn.name}: insert a copy")
-            if isinstance(s, Label) and s.name in self._scope.labels:
-                raise BuildError(f"label {s.name} already exists in {self.fn.name}")
+            if isinstance(s, Label) and s.name in self._scope.names:
+                raise BuildError(f"{s.name} already names something in {self.fn.name}")
         return stmts
 
     def _scope_add(self, stmt: Statement) -> None:
         if isinstance(stmt, Label):
             self._scope.names.add(stmt.name)
-            self._scope.labels.add(stmt.name)
         elif isinstance(stmt, (VarDecl, Block)):
             self._scope._walk([stmt])
 
@@ -423,6 +441,31 @@ class FunctionBuilder:
         self.edits += 1
         self.analyses.invalidate(self.fn, removed)
 
+    def hoist(self, decl: VarDecl) -> None:
+        """Move a ``.reg`` declaration out of its nested block to the top level.
+
+        Registers declared in a block are visible in that block only; code a
+        pass moves out of it (or adds around it) needs them at the top level.
+        Refused when the top level would then declare a name twice or when the
+        name would start shadowing or being shadowed by another declaration.
+        """
+        pos = self.position(decl)
+        if decl.space != ".reg":
+            raise BuildError(f"only .reg declarations are hoisted, not {decl.space}")
+        if pos.depth == 0:
+            return
+        names = {n for vn in decl.names for n in _declared(vn)}
+        others = _Scope(self.fn, self.module, skip=decl)
+        clash = sorted(names & others.names)
+        if clash:
+            raise BuildError(
+                f"cannot hoist {', '.join(clash[:5])}: the name is declared elsewhere in {self.fn.name}"
+            )
+        del pos.body[pos.index]
+        body = self.fn.body.body  # type: ignore[union-attr]
+        body.insert(_declarations_end(body), decl)
+        self._edited(())
+
     # ---- names -------------------------------------------------------------------
     def fresh(self, typ: str, hint: str | None = None) -> Register:
         """A new register of PTX type ``typ``, declared at the function's top level.
@@ -437,18 +480,13 @@ class FunctionBuilder:
         if not _IDENT.fullmatch(stem.lstrip("%")):
             raise BuildError(f"register name {stem!r} is not a PTX identifier")
         n = self._counters.get(stem, 0)
-        while f"{stem}{n}" in self._scope.names:
+        while self._scope.taken(f"{stem}{n}"):
             n += 1
         self._counters[stem] = n + 1
         name = f"{stem}{n}"
         decl = VarDecl(".reg", typ, [VarName(name)])
-        # After the declarations the body opens with (earlier fresh ones
-        # included), so that it precedes every use, nested blocks included.
         body = self.fn.body.body  # type: ignore[union-attr]
-        index = 0
-        while index < len(body) and isinstance(body[index], VarDecl):
-            index += 1
-        body.insert(index, decl)
+        body.insert(_declarations_end(body), decl)
         self._scope._declare(name, typ)
         self._edited(())
         return Register(name)
@@ -462,11 +500,11 @@ class FunctionBuilder:
         if not _IDENT.fullmatch(hint):
             raise BuildError(f"label name {hint!r} is not a PTX identifier")
         n = self._counters.get(hint, 0)
-        while f"{hint}{n}" in self._scope.names:
+        while self._scope.taken(f"{hint}{n}"):
             n += 1
         self._counters[hint] = n + 1
         name = f"{hint}{n}"
-        self._scope.names.add(name)  # reserved now, so two fresh labels never clash
+        self._scope.reserved.add(name)  # so that two fresh labels never clash
         return Label(name)
 
     def declared_type(self, reg: Register) -> str | None:
@@ -548,15 +586,24 @@ class FunctionBuilder:
                 elif not isa.immediate_fits(value, info.type):
                     yield f"literal {_literal(value)} does not fit a {info.type} operand"
             for sym in _symbols(op):
-                if sym.name not in self._scope.names:
+                if sym.name not in self._scope.names and sym.name not in self._scope.reserved:
                     yield f"{sym.name} names nothing in {self.fn.name} or its module"
 
-    def copy(self, inst: Instruction, *, operands: Iterable[OperandLike] | None = None) -> Instruction:
+    def copy(
+        self,
+        inst: Instruction,
+        *,
+        operands: Iterable[OperandLike] | None = None,
+        guard: GuardLike | _Keep = _KEEP,
+    ) -> Instruction:
         """A checked copy of ``inst`` (a new object: an instruction is in one place
-        only), optionally with other operands: duplicating a computation into a
-        fresh register is ``b.copy(inst, operands=[fresh, *inst.operands[1:]])``."""
+        only), optionally with other operands or another guard. Duplicating a
+        computation into a fresh register is ``b.copy(inst, operands=[fresh,
+        *inst.operands[1:]])``; the fallback load of a shuffle is
+        ``b.copy(load, guard=Guard(in_range, negated=True))``."""
         ops = inst.operands if operands is None else tuple(_operand(o) for o in operands)
-        new = Instruction(inst.opcode, inst.modifiers, ops, inst.guard, inst.loc)
+        new_guard = inst.guard if isinstance(guard, _Keep) else _guard(guard)
+        new = Instruction(inst.opcode, inst.modifiers, ops, new_guard, inst.loc)
         self.check(new)
         return new
 
@@ -702,6 +749,15 @@ class FunctionBuilder:
 
 # --------------------------------------------------------------------------
 # Helpers
+
+
+def _declarations_end(body: list[Statement]) -> int:
+    """Where a new top-level declaration goes: after the declarations the body
+    opens with (earlier fresh ones included), so that it precedes every use."""
+    index = 0
+    while index < len(body) and isinstance(body[index], VarDecl):
+        index += 1
+    return index
 
 
 def _arith(typ: str) -> str:
