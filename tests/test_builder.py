@@ -13,6 +13,7 @@ import pathlib
 import shutil
 import subprocess
 import tempfile
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -22,6 +23,7 @@ from hypothesis import strategies as st
 
 from ptxasw import ir
 from ptxasw.analysis.cfg import build_cfg
+from ptxasw.driver.deadline import Deadline
 from ptxasw.driver.pipeline import FunctionPass, PassResult, run_pipeline
 from ptxasw.emulator.semantics.instructions import Semantics
 from ptxasw.ir import isa
@@ -619,6 +621,18 @@ def test_function_pass_output_round_trips_and_assembles() -> None:
 
     unchanged = run_pipeline(text, str(JACOBI), [NothingPass()])
     assert not unchanged.changed and unchanged.text == print_module(parse_ptx(text))
+
+
+def test_function_pass_past_the_deadline_skips_functions_and_edits_nothing() -> None:
+    module = parse_ptx(JACOBI.read_text(), str(JACOBI))
+    before = print_module(module)
+    result = ShuffleNeighbourPass().run(module, AnalysisCache(), Deadline(time.monotonic() - 1))
+    assert not result.changed and result.stats["functions"] == 0
+    assert result.stats["skipped"] == 1 and result.stats["skipped_names"] == [module.kernels[0].name]
+    assert print_module(module) == before
+    # Through the pipeline: a deadline already past leaves the file as it was.
+    piped = run_pipeline(before, str(JACOBI), [ShuffleNeighbourPass()], deadline=time.monotonic() - 1)
+    assert not piped.changed and piped.text == before
 
 
 def test_pipeline_reports_edits_a_pass_does_not_admit() -> None:

@@ -56,24 +56,32 @@ class FunctionPass(ABC):
     Subclasses set ``name`` and implement :meth:`run_on_function`, which edits
     through the builder it is given and may return statistics. ``changed`` is
     whether the builder made any edit: a pass cannot claim a change it did not
-    make, nor hide one.
+    make, nor hide one. Past the pipeline's deadline the remaining functions
+    are skipped and logged, each left as it was.
     """
 
     name: str = "function-pass"
 
-    def run(self, module: ir.Module, analyses: AnalysisCache | None = None) -> PassResult:
+    def run(
+        self, module: ir.Module, analyses: AnalysisCache | None = None, deadline: Deadline | None = None
+    ) -> PassResult:
         analyses = AnalysisCache() if analyses is None else analyses
+        deadline = Deadline() if deadline is None else deadline
         stats: dict[str, Any] = {}
         edits = functions = 0
         for fn in module.functions:
             if fn.body is None or not self.wants(fn):
+                continue
+            if deadline.expired():
+                deadline.skip(self.name, fn.name, "PTXASW_TIMEOUT deadline reached")
                 continue
             builder = FunctionBuilder(fn, module, analyses)
             for key, value in (self.run_on_function(fn, builder) or {}).items():
                 stats[key] = stats.get(key, 0) + value if isinstance(value, int | float) else value
             functions += 1
             edits += builder.edits
-        return PassResult(edits > 0, {"functions": functions, "edits": edits, **stats})
+        record = {"functions": functions, "edits": edits, **stats, **deadline.record(self.name)}
+        return PassResult(edits > 0, record)
 
     def wants(self, fn: ir.Function) -> bool:
         """Whether to visit ``fn`` (default: every function with a body)."""
