@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import sys
+
 import click
 
-from ptxasw.cli.common import fail, write_text
+from ptxasw.cli.common import fail, output_error
 from ptxasw.errors import PtxError
-from ptxasw.ir.printer import print_module
+from ptxasw.ir.printer import write_module
 from ptxasw.parser import read_ptx
 
 
@@ -22,10 +24,15 @@ from ptxasw.parser import read_ptx
 def fmt(source: str, output: str) -> None:
     """Print the module back from the IR (normalised layout, same meaning)."""
     try:
-        text = print_module(read_ptx(source))
+        module = read_ptx(source)
+        # Streamed item by item: the text of a 50 MB module is never held whole.
         if output == "-":
-            click.echo(text, nl=False)
+            write_module(module, sys.stdout)
         else:
-            write_text(output, text)
+            try:
+                with open(output, "w", encoding="utf-8") as f:
+                    write_module(module, f)
+            except OSError as exc:
+                raise output_error(output, exc) from None
     except PtxError as exc:
         fail(exc)

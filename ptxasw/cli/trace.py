@@ -34,6 +34,7 @@ from typing import Any
 
 import click
 
+from ptxasw.cli.common import name_list
 from ptxasw.errors import PtxError
 from ptxasw.parser import read_ptx
 
@@ -114,7 +115,7 @@ def trace_command(
         known = set(names)
         for name in kernels:
             if name not in known:
-                raise PtxError(f"no kernel named {name} (kernels: {_name_list(names)})")
+                raise PtxError(f"no kernel named {name} (kernels: {name_list(names)})")
     except PtxError as exc:
         click.echo(f"ptxasw: error: {exc}", err=True)
         sys.exit(1)
@@ -156,14 +157,6 @@ def trace_command(
         )
     if errors:
         sys.exit(1)
-
-
-def _name_list(names: list[str], limit: int = 10) -> str:
-    """At most ``limit`` names, then how many more: a file may hold 30k kernels."""
-    if not names:
-        return "none"
-    shown = ", ".join(names[:limit])
-    return shown if len(names) <= limit else f"{shown}, ... and {len(names) - limit} more"
 
 
 @contextlib.contextmanager

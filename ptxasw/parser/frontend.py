@@ -749,7 +749,9 @@ def parse_file(path: str | Path) -> ir.Module:
     except OSError as exc:
         # No position: the file has none. Said like the commands' output errors.
         raise PtxError(f"cannot read {source}: {exc.strerror or exc}") from None
-    return parse_ptx(_decode(data, source), source)
+    text = _decode(data, source)
+    del data  # not kept beside the text and the IR while parsing: that is 1x the input
+    return parse_ptx(text, source)
 
 
 def _decode(data: bytes, source: str) -> str:
