@@ -216,6 +216,35 @@ def test_fresh_label_and_branch_around_a_guarded_fallback() -> None:
     round_trips(module)
 
 
+@needs_ptxas
+def test_module_docstring_example_assembles() -> None:
+    """The rewrite of the module docstring, on jacobi: a load becomes a shuffle
+    from the lane below plus the load where that lane is out of range."""
+    module = parse_ptx(JACOBI.read_text(), str(JACOBI))
+    fn = module.kernels[0]
+    earlier_load = find(fn, "ld.global.nc.f32 %f1, [%rd6+-4];")
+    load = find(fn, "ld.global.nc.f32 %f2, [%rd6];")
+    dead = find(fn, "mov.u32 %r5, %ntid.x;")
+    b = FunctionBuilder(fn, module)
+    dst, src = load.operands[0], earlier_load.operands[0]
+    in_range = b.fresh_pred()
+    b.replace(
+        load,
+        [
+            b.shfl_sync("up", dst, src, 1, 0, pred=in_range),  # type: ignore[arg-type]
+            b.copy(load, guard=ir.Guard(in_range, negated=True)),
+        ],
+    )
+    cfg = b.analyses.get(fn, build_cfg)
+    b.remove(dead)
+    assert not b.analyses.is_current(fn, cfg)
+    lines = body_lines(module)
+    i = lines.index("shfl.sync.up.b32 %f2|%swp0, %f1, 1, 0, 0xFFFFFFFF;")
+    assert lines[i + 1] == "@!%swp0 ld.global.nc.f32 %f2, [%rd6];"
+    result = assemble(round_trips(module), "sm_90")
+    assert result.returncode == 0, result.stderr
+
+
 def test_hoist_moves_a_block_declaration_to_the_top_level() -> None:
     module, fn, b = small()
     inner = find(fn, "setp.lt.s32 p, %r1, 4;")

@@ -20,14 +20,19 @@ function and offers what shuffle synthesis and later rewrites need:
 * an `AnalysisCache` that every edit invalidates, so that a CFG or a cache keyed
   by instruction identity is never used after the code it describes changed.
 
-Example: load the value of the lane ``delta`` below with a shuffle::
+Example: the rewrite shuffle synthesis makes, a global load replaced by a
+shuffle from the lane below and, where that lane is out of range, the load::
 
     b = FunctionBuilder(fn, module)
-    value, ok = b.fresh(".b32"), b.fresh_pred()
-    b.insert_before(load, [b.shfl_sync("down", value, src, b.imm(1), b.imm(31), pred=ok)])
-    cfg = b.analyses.get(fn, build_cfg)        # computed once per edit epoch
-    b.remove(old)                              # ... and dropped here
-    assert not b.analyses.is_current(fn, cfg)
+    dst, src = load.operands[0], earlier_load.operands[0]
+    in_range = b.fresh_pred()                  # declared, named to clash with nothing
+    b.replace(load, [
+        b.shfl_sync("up", dst, src, 1, 0, pred=in_range),
+        b.copy(load, guard=ir.Guard(in_range, negated=True)),
+    ])
+    cfg = b.analyses.get(fn, build_cfg)        # computed once per edit epoch...
+    b.remove(dead)
+    assert not b.analyses.is_current(fn, cfg)  # ...and dropped by the next edit
 
 Where a label precedes an instruction, branches to the label reach it, so
 ``insert_before(inst, ...)`` places the new code between the label and the
@@ -378,7 +383,7 @@ class FunctionBuilder:
         """Put ``new`` where ``old`` was; labels and ``.loc`` above stay where they are."""
         pos = self.position(old)
         stmts = self._fresh_statements(new)
-        if isinstance(old, Label) and not any(isinstance(s, Label) and s.name == old.name for s in stmts):
+        if isinstance(old, Label):
             self._check_unreferenced(old)
         pos.body[pos.index : pos.index + 1] = stmts
         for s in stmts:
