@@ -132,6 +132,10 @@ CUDA_SOURCES: tuple[SourceSpec, ...] = (
     # Dynamic parallelism only compiles as relocatable device code.
     SourceSpec("dynpar.cu", "sm_75", (), (_rdc("sm_75"), _rdc("sm_90"))),
     SourceSpec("control_flow.cu", "sm_75", ("sm_75", "sm_90"), (_g("sm_75"),)),
+    # Large real-world-shaped kernels (ADI line solver, LBM D2Q9, seismic 25-point).
+    SourceSpec("adi_solver.cu", "sm_75", ("sm_80",), (_g("sm_80"),)),
+    SourceSpec("lbm_d2q9.cu", "sm_75", ("sm_86",), (_g("sm_86"),)),
+    SourceSpec("seismic25.cu", "sm_75", ("sm_90",), (_lineinfo("sm_90"),)),
 )
 
 # LLVM 14's NVPTX back end knows sm_20..sm_86 and PTX ISA up to 7.5; ptxas 13

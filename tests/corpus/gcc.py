@@ -29,6 +29,7 @@ GCC_SOURCES: tuple[tuple[str, str], ...] = (
     ("acc_stencil.c", "-fopenacc"),
     ("acc_kernels.c", "-fopenacc"),
     ("omp_target.c", "-fopenmp"),
+    ("omp_realworld.c", "-fopenmp"),
 )
 
 _CAPTURING_AS = """#!/bin/sh
