@@ -454,6 +454,7 @@ class Outcome:
     error: str | None = None
     where: str | None = None
     timed_out: bool = False
+    note: str | None = None  # why the pipeline did not run, where that was no failure
 
     @property
     def rewritten(self) -> bool:
@@ -478,6 +479,8 @@ class Outcome:
             rec["where"] = self.where or self.name
         if self.timed_out:
             rec["timed_out"] = True
+        if self.note is not None:
+            rec["note"] = f"left to the real tool: {self.note}"
         return rec
 
 
@@ -545,12 +548,17 @@ def transform_ptx(text: str, name: str, timeout: float | None = None) -> Outcome
     cut-off parse must not keep a core and a gigabyte busy beside the real
     tool (a thread can only be abandoned). Where there is no ``fork`` it runs
     in a daemon thread instead. ``timeout`` may be ``inf`` (no time-out).
-    Blank input is left to the real tool without a word: there is nothing
-    to transform, and the tool says what is wrong with it.
+    Input the real ptxas refuses whatever we make of it is left to it without
+    a word: blank input, and any byte that is not ASCII (ptxas 13 rejects
+    those anywhere, comments included; our reprint, which drops comments in
+    function bodies, could make such a file assemble, and a build that must
+    fail would pass).
     """
     timeout = timeout_seconds() if timeout is None else timeout
     if not text or text.isspace():
-        return Outcome(name, "ok")
+        return Outcome(name, "ok", note="empty input")
+    if not text.isascii():
+        return Outcome(name, "ok", note="not ASCII")
     start = time.monotonic()
     try:
         fn = load_pipeline()

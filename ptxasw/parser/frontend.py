@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import gc
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -55,15 +56,45 @@ def _loc(path: str, tok: Token) -> ir.SourceLoc:
 
 
 def parse_int(text: str) -> int:
-    """PTX integer literal: hex, binary, octal (leading 0) or decimal, optional U."""
+    """PTX integer literal: hex, binary, octal (leading 0) or decimal, optional U.
+
+    The lexer takes any run of digits, so ``09`` reaches here; it is a
+    `_BadInteger`, which `parse_ptx` reports at the literal.
+    """
     body = text[:-1] if text.endswith("U") else text
-    if body[:2] in ("0x", "0X"):
-        return int(body[2:], 16)
-    if body[:2] in ("0b", "0B"):
-        return int(body[2:], 2)
-    if len(body) > 1 and body[0] == "0":
-        return int(body, 8)
-    return int(body)
+    try:
+        if body[:2] in ("0x", "0X"):
+            return int(body[2:], 16)
+        if body[:2] in ("0b", "0B"):
+            return int(body[2:], 2)
+        if len(body) > 1 and body[0] == "0":
+            return int(body, 8)
+        return int(body)
+    except ValueError:
+        raise _BadInteger(text) from None
+
+
+class _BadInteger(ValueError):
+    """An integer literal that is not one (``09``: a leading 0 means octal).
+
+    Keeps the token's position when the literal is a lexer token; literals
+    cut out of a larger token (an address offset) are found in the text.
+    """
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.text = str(text)
+        self.line: int | None = getattr(text, "line", None)
+        self.col: int | None = getattr(text, "column", None)
+
+    def loc(self, source: str, path: str) -> ir.SourceLoc:
+        if self.line is not None:
+            return ir.SourceLoc(path, self.line, self.col or 1)
+        m = re.search(rf"(?<![0-9A-Za-z_.$%]){re.escape(self.text)}(?![0-9A-Za-z_.])", source)
+        if m is None:
+            return ir.SourceLoc(path, 1, 1)
+        line_start = source.rfind("\n", 0, m.start()) + 1
+        return ir.SourceLoc(path, source.count("\n", 0, m.start()) + 1, m.start() - line_start + 1)
 
 
 class _ToIR(Transformer):  # type: ignore[type-arg]
@@ -729,6 +760,9 @@ def parse_ptx(text: str, path: str = "<string>") -> ir.Module:
         raise _syntax_error(exc, text, path) from None
     except LexError as exc:
         raise PtxSyntaxError(str(exc), ir.SourceLoc(path, exc.line, exc.col)) from None
+    except _BadInteger as exc:
+        message = f"bad integer '{exc.text}' (a leading 0 means octal)"
+        raise PtxSyntaxError(message, exc.loc(text, path)) from None
     finally:
         parser.transformer.reset("<string>")  # the caches would keep the last module's operands alive
         if collecting:

@@ -1,0 +1,134 @@
+"""A bounded, seeded fuzzing campaign for CI (``benchmarks/fuzz.py`` runs long ones).
+
+Mutants of the corpus (when nvcc could build it; ``examples/`` always) go
+through ``check`` and ``fmt`` in-process, a sample through ``trace`` and the
+drop-in ptxas against NVIDIA's ptxas (when installed), and a few through the
+real ``ptxasw`` program; see `tests.fuzz.engine` for what each must do. Then
+the mutants that once found bugs are replayed by name.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ptxasw.driver import ptxas as wrapper
+from tests.fuzz.engine import KINDS, Case, Options, Seed, Tally, mutate, run_case
+
+REPO = Path(__file__).resolve().parents[2]
+CASES = 240
+SEED = 20251123
+
+
+def _ptxas() -> str | None:
+    found = shutil.which("ptxas")
+    if found:
+        return found
+    cand = "/usr/local/cuda/bin/ptxas"
+    return cand if os.access(cand, os.X_OK) else None
+
+
+@pytest.fixture(scope="module")
+def seeds(request: pytest.FixtureRequest) -> list[Seed]:
+    """examples/*.ptx, plus the small files of the compiled corpus when there is one."""
+    found = [Seed.of(p) for p in sorted((REPO / "examples").glob("*.ptx"))]
+    try:
+        corpus = request.getfixturevalue("corpus")
+    except pytest.skip.Exception:  # no nvcc: the examples still get fuzzed
+        corpus = []
+    found += [Seed.of(f.ptx_path, f.ptxas_flags) for f in corpus if f.ptx_path.stat().st_size < 12_000]
+    return found
+
+
+def test_mutations_are_deterministic_and_change_the_text() -> None:
+    data = (REPO / "examples" / "jacobi.ptx").read_bytes()
+    for kind in KINDS:
+        a = mutate(data, kind, random.Random(kind))
+        assert a == mutate(data, kind, random.Random(kind)), kind
+        changed = sum(mutate(data, kind, random.Random(i)) != data for i in range(20))
+        assert changed >= 15, kind  # (swapping two equal lines or tokens changes nothing)
+    seen = {Case(1, i).make([Seed.of(REPO / "examples" / "jacobi.ptx")])[1] for i in range(200)}
+    assert seen == set(KINDS)
+
+
+def test_seeded_campaign(seeds: list[Seed], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in ("PTXASW_PIPELINE", "PTXASW_DISABLE", "PTXASW_LOG", "PTXASW_TIMEOUT", "PTXASW_VISITED_PTXAS"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.syspath_prepend(str(REPO))
+    opts = Options(trace_every=24, dropin_every=12, limit_s=20.0, ptxas=_ptxas())
+    tally = Tally()
+    for i in range(CASES):
+        tally.add(run_case(Case(SEED, i), seeds, tmp_path, opts))
+    total = tally.total()
+    assert total["cases"] == CASES and total["traced"] == CASES // 24
+    if opts.ptxas is not None:
+        assert total["dropin"] == CASES // 12
+    report = "\n".join(
+        f"case {f.case} {f.kind} {f.seed_file} {f.command}: {f.problem}: {f.detail}" for f in tally.findings
+    )
+    assert not tally.findings, "\n" + tally.table() + "\n" + report
+
+
+@pytest.mark.parametrize("index", range(3))
+def test_the_program_on_mutants(seeds: list[Seed], tmp_path: Path, index: int) -> None:
+    """The real program, not click's test runner: exit 0 or one error line, no traceback."""
+    base, kind, data = Case(SEED + 1, index).make(seeds)
+    path = tmp_path / base.path.name
+    path.write_bytes(data)
+    for command in ("check", "fmt"):
+        proc = subprocess.run(
+            [sys.executable, "-m", "ptxasw.cli", command, str(path)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert proc.returncode in (0, 1) and "Traceback" not in proc.stderr, (kind, proc.stderr)
+        if proc.returncode == 1:
+            assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("ptxasw: error: "), proc.stderr
+
+
+# --------------------------------------------------------------------------
+# Mutants that found bugs, replayed by name
+
+HEADER = ".version 8.0\n.target sm_90\n.address_size 64\n"
+
+
+@pytest.mark.parametrize(
+    ("body", "where"),
+    [
+        (".global .align 1 .b8 s[3] = {95,09,48};\n", "4:33"),  # a data initializer (a lexer token)
+        (".visible .entry k()\n{\n\t.reg .b64 %rd<3>;\n\tld.u64 %rd1, [%rd2+09];\n\tret;\n}\n", "7:21"),
+    ],
+    ids=["initializer", "address-offset"],
+)
+def test_a_bad_octal_literal_is_a_located_error(tmp_path: Path, body: str, where: str) -> None:
+    """Fuzzing found ``09`` (a flipped byte in a debug section) raising ValueError."""
+    from click.testing import CliRunner
+
+    from ptxasw.cli import main as cli
+
+    path = tmp_path / "octal.ptx"
+    path.write_text(HEADER + body)
+    for command in ("check", "fmt"):
+        result = CliRunner().invoke(cli, [command, str(path)])
+        assert result.exit_code == 1
+        assert result.stderr == f"ptxasw: error: {path}:{where}: bad integer '09' (a leading 0 means octal)\n"
+
+
+def test_the_drop_in_leaves_non_ascii_ptx_to_ptxas(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fuzzing found a flipped newline that put a non-ASCII byte into a comment in
+    a function body: ptxas rejects the file, but our reprint (which drops such
+    comments) assembled, so a build that must fail would have passed."""
+    ptx = tmp_path / "k.ptx"
+    ptx.write_bytes(HEADER.encode() + b".visible .entry k()\n{\n\t// asm\x8a\tret;\n\tret;\n}\n")
+    outcome = wrapper.transform_ptx(ptx.read_bytes().decode("utf-8", "surrogateescape"), str(ptx), 10.0)
+    assert outcome.status == "ok" and outcome.text is None and outcome.note == "not ASCII"
+    utf8 = (HEADER + "// café\n").encode()
+    assert wrapper.transform_ptx(utf8.decode(), "x.ptx", 10.0).note == "not ASCII"
