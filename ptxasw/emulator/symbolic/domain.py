@@ -28,6 +28,7 @@ import z3
 if TYPE_CHECKING:
     from ptxasw.emulator.concrete.domain import Bits
 from ptxasw.emulator.semantics.domain import Domain, FpOp
+from ptxasw.emulator.symbolic.lanes import LaneModel
 from ptxasw.ir.isa import type_bits
 
 __all__ = [
@@ -186,8 +187,10 @@ class SymbolicDomain:
 
     name = "symbolic"
 
-    def __init__(self, simplify_results: bool = True) -> None:
+    def __init__(self, simplify_results: bool = True, lanes: LaneModel | None = None) -> None:
         self.simplify_results = simplify_results
+        # The warp around the thread (block shape, lane <-> %tid): see `ptxasw.emulator.symbolic.lanes`.
+        self.lanes = lanes or LaneModel()
         self._fp_funcs: dict[tuple[object, ...], z3.FuncDeclRef] = {}
 
     # ---- helpers ---------------------------------------------------------
@@ -420,6 +423,25 @@ class SymbolicDomain:
             )
             self._fp_funcs[key] = fn
         return from_bool(fn(a, b))  # type: ignore[arg-type]
+
+    # ---- the other lanes of the warp (`LaneModel`: substitution of the thread ids) -------------
+    def lane_index(self) -> BV:
+        return self.lanes.laneid
+
+    def lane_read(self, value: BV, src: BV) -> BV:
+        """The expression with lane ``src``'s thread ids; opaque (a function of
+        value and lane) when it holds per-thread unknowns."""
+        return self.lanes.read(value, src)
+
+    def lane_ballot(self, pred: BV, part: BV) -> BV:
+        """Expanded over the 32 lanes: exact, 32 substitutions of ``pred``."""
+        return self.lanes.ballot(pred, part)
+
+    def lane_match(self, value: BV, part: BV) -> BV:
+        return self.lanes.match(value, part)
+
+    def lane_reduce(self, op: str, value: BV, part: BV) -> BV:
+        return self.lanes.reduce(op, value, part)
 
 
 def _nodes(e: z3.ExprRef) -> Iterable[z3.ExprRef]:
