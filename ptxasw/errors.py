@@ -40,3 +40,14 @@ class EmulationError(PtxError):
     the interpreter cannot continue from): an out-of-bounds or misaligned
     access, a trap, a failed device assertion, an exhausted step budget.
     The location is the instruction's ``file:line:col``."""
+
+
+class UnsupportedInstruction(UnsupportedError):
+    """An instruction a strict executor cannot model (the lifter must never
+    compute with a made-up value). ``opcode`` names it; the location is the
+    instruction's ``file:line:col``."""
+
+    def __init__(self, opcode: str, reason: str, loc: SourceLoc | None = None) -> None:
+        super().__init__(f"unsupported instruction {opcode}: {reason}", loc)
+        self.opcode = opcode
+        self.reason = reason

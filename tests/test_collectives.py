@@ -277,3 +277,132 @@ def test_bar_reduce() -> None:
     full = [(c.const(0xF, 32), c.const(0xF, 32))]
     assert c.to_ints(col.bar_reduce(c, ".and", full))[0] == 1
     assert c.to_ints(col.bar_reduce(c, ".or", [(c.const(0, 32), c.const(0xF, 32))]))[0] == 0
+
+
+# ---- the symbolic executor ---------------------------------------------------------------------
+
+SHUFFLE_KERNEL = """
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry shift(.param .u64 shift_param_0, .param .u64 shift_param_1){shape}
+{{
+    .reg .pred %p<2>;
+    .reg .b32 %r<8>;
+    .reg .b64 %rd<8>;
+    ld.param.u64 %rd1, [shift_param_0];
+    ld.param.u64 %rd2, [shift_param_1];
+    mov.u32 %r1, %tid.x;
+    mul.wide.u32 %rd3, %r1, 4;
+    add.s64 %rd4, %rd1, %rd3;
+    ld.global.u32 %r2, [%rd4];
+    ld.global.u32 %r3, [%rd4+4];
+    shfl.sync.down.b32 %r4|%p1, %r2, 1, 31, -1;
+    selp.u32 %r5, 1, 0, %p1;
+    mov.u32 %r6, %laneid;
+    mov.u32 %r7, %ntid.x;
+    mul.wide.u32 %rd5, %r1, 16;
+    add.s64 %rd6, %rd2, %rd5;
+    st.global.v4.u32 [%rd6], {{%r4, %r3, %r5, %r6}};
+    st.global.u32 [%rd6+16], %r7;
+    ret;
+}}
+"""
+
+
+def _analyse(shape: str, strict: bool = False) -> tuple[dict[int, z3.BitVecRef], z3.Solver]:
+    """The stored values by offset from the row's start, and a solver holding the executor's axioms."""
+    from ptxasw.emulator.symbolic.executor import SymbolicExecutor
+    from ptxasw.parser import parse_ptx
+
+    module = parse_ptx(SHUFFLE_KERNEL.format(shape=shape), "shift.ptx")
+    ex = SymbolicExecutor(module, module.kernels[0], strict=strict)
+    result = ex.run()
+    (flow,) = result.flows
+    stores = [a for a in flow.trace if a.kind == "st"]
+    base = stores[0].address
+    values = {z3.simplify(s.address - base).as_long(): s.value for s in stores}
+    solver = z3.Solver()
+    solver.add(*ex.solver.axioms, *ex.solver.pending)
+    return values, solver
+
+
+def _proves(solver: z3.Solver, claim: z3.BoolRef, *assuming: z3.BoolRef) -> bool:
+    solver.push()
+    solver.add(*assuming, z3.Not(claim))
+    answer = solver.check()
+    solver.pop()
+    assert answer != z3.unknown
+    return answer == z3.unsat
+
+
+LANE = z3.BitVec("%laneid", 32)
+TID = {s: z3.BitVec(f"%tid.{s}", 32) for s in "xyz"}
+NTID = {s: z3.BitVec(f"%ntid.{s}", 32) for s in "xyz"}
+
+
+def test_shfl_down_is_the_neighbours_load_with_reqntid() -> None:
+    """With ``.reqntid 64``: the shuffled ``a[tid.x]`` is ``a[tid.x+1]`` in lanes
+    0..30 (Z3 proves it), and in lane 31 the predicate is false."""
+    values, solver = _analyse("\n.reqntid 64, 1, 1")
+    shuffled, direct, pred = values[0], values[4], values[8]
+    assert _proves(solver, shuffled == direct, z3.ULT(LANE, 31))
+    assert _proves(solver, pred == 1, z3.ULT(LANE, 31))
+    assert _proves(solver, pred == 0, LANE == 31)
+    assert not _proves(solver, shuffled == direct, LANE == 31)  # lane 31 keeps a[tid.x]
+    # the block shape is constant, and %laneid is %tid.x % 32
+    assert z3.simplify(values[16]).eq(z3.BitVecVal(64, 32))
+    assert _proves(solver, values[12] == z3.URem(TID["x"], 32))
+
+
+def test_laneid_with_unknown_block_shape() -> None:
+    """Without ``.reqntid`` a warp may straddle rows: ``%laneid`` is the linear
+    id mod 32, not ``%tid.x`` mod 32, and the neighbour lane's thread need not
+    be ``tid.x + 1``; the executor claims exactly that much."""
+    values, solver = _analyse("")
+    lane = values[12]
+    linear = TID["x"] + NTID["x"] * (TID["y"] + NTID["y"] * TID["z"])
+    assert _proves(solver, lane == z3.URem(linear, 32))
+    assert not _proves(solver, lane == z3.URem(TID["x"], 32))
+    shuffled, direct = values[0], values[4]
+    assert not _proves(solver, shuffled == direct, z3.ULT(LANE, 31))
+    # a row that is a whole number of warps brings the rewrite back
+    assert _proves(solver, shuffled == direct, z3.ULT(LANE, 31), NTID["x"] == 96)
+
+
+def test_maxntid_bounds_the_block() -> None:
+    values, solver = _analyse("\n.maxntid 128, 1, 1")
+    assert _proves(solver, z3.ULE(values[16], 128))
+    assert not _proves(solver, z3.ULE(values[16], 64))
+
+
+STRICT_KERNEL = """.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u64 k_param_0)
+{
+    .reg .b32 %r<4>;
+    .reg .b64 %rd<3>;
+    ld.param.u64 %rd1, [k_param_0];
+    mov.u32 %r1, %tid.x;
+    redux.sync.min.f32 %r2, %r1, -1;
+    st.global.u32 [%rd1], %r2;
+    ret;
+}
+"""
+
+
+def test_strict_mode_raises_with_the_location() -> None:
+    from ptxasw.emulator.symbolic.executor import SymbolicExecutor
+    from ptxasw.errors import PtxError, UnsupportedInstruction
+    from ptxasw.parser import parse_ptx
+
+    module = parse_ptx(STRICT_KERNEL, "strict.ptx")
+    lenient = SymbolicExecutor(module, module.kernels[0]).run()
+    assert lenient.flows  # a fresh value and a note, as before
+    with pytest.raises(UnsupportedInstruction) as info:
+        SymbolicExecutor(module, module.kernels[0], strict=True).run()
+    err = info.value
+    assert isinstance(err, PtxError) and err.opcode.startswith("redux")
+    assert str(err).startswith("strict.ptx:10:5: unsupported instruction redux.sync.min.f32")
+    assert "floating-point redux" in str(err)

@@ -117,8 +117,8 @@ def shuffle(d: Domain[V], mode: str, a: V, b: V, c: V) -> tuple[V, V]:
     else:
         src = d.or_(d.and_(lane, seg), d.and_(b5, not_seg))
         ok = dm.ule(d, src, max_lane)
-    moved = d.lane_read(a, d.and_(src, k(31)))
-    return d.ite(ok, moved, a), ok
+    # In range, src is a lane (0..31); out of range the read is not used.
+    return d.ite(ok, d.lane_read(a, src), a), ok
 
 
 # ---- vote, match, redux, elect --------------------------------------------------------------

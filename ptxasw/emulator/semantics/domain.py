@@ -170,7 +170,9 @@ class Domain(Protocol[V]):
         ...
 
     def lane_read(self, value: V, src: V) -> V:
-        """``value`` as held by lane ``src & 31`` of this lane's warp (``src``: 32 bits).
+        """``value`` as held by lane ``src`` (32 bits, 0..31) of this lane's warp;
+        for ``src`` past 31 the result is unspecified (the concrete domain reads
+        lane ``src & 31``), so callers select it only where ``src`` is in range.
 
         Concrete: a gather within each warp. Symbolic: the expression with
         the thread's ids (``%tid``, ``%laneid``, ``%lanemask_*``) replaced by

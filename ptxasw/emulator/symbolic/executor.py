@@ -64,8 +64,11 @@ import z3
 from ptxasw import ir
 from ptxasw.analysis.cfg import CFG, Loop, build_cfg, is_special_register
 from ptxasw.analysis.inline import DEFAULT_MAX_DEPTH, call_site, inline_calls
+from ptxasw.emulator.semantics.collectives import atomic_supported, atomic_update, warp_collective
 from ptxasw.emulator.symbolic.domain import SymbolicDomain, as_bool, const_value, simplify
 from ptxasw.emulator.symbolic.intervals import decide
+from ptxasw.emulator.symbolic.lanes import LaneModel
+from ptxasw.errors import UnsupportedInstruction
 from ptxasw.ir import isa
 
 __all__ = [
@@ -628,13 +631,23 @@ class SymbolicExecutor:
     at the flow being run before executing its instructions.
     """
 
-    def __init__(self, module: ir.Module, fn: ir.Function, budget: Budget | None = None) -> None:
+    def __init__(
+        self, module: ir.Module, fn: ir.Function, budget: Budget | None = None, strict: bool = False
+    ) -> None:
+        """``strict``: an instruction the semantics cannot model raises
+        `UnsupportedInstruction` (with its ``file:line:col``) instead of
+        giving its results fresh values; for the lifter, which must never
+        compute with a made-up value."""
         from ptxasw.emulator.semantics.instructions import Semantics  # written alongside; imported late
 
         self.module = module
         self.fn = fn
         self.budget = budget or Budget()
-        self.dom = SymbolicDomain()
+        self.strict = strict
+        # .reqntid fixes the block shape: %ntid are constants, lanes map to %tid exactly.
+        self.block_shape = _perf_shape(fn, ".reqntid")
+        self.max_block = _perf_shape(fn, ".maxntid")
+        self.dom = SymbolicDomain(lanes=LaneModel(self.block_shape))
         # Callees are pasted in at their call sites; calls that could not be
         # (indirect, recursive, too deep, no body) are remembered with why.
         inlined = inline_calls(module, fn, CALL_DEPTH)
@@ -790,14 +803,26 @@ class SymbolicExecutor:
             return old
         address = simplify(address)
         index = self._record(st, "atom", space, nbytes, address, old, inst, guard, 0)
-        new = self.dom.fresh(f"atom.{op}.new", 8 * nbytes)
+        # The old value is whatever the other threads left (fresh); what this
+        # thread then stores is the shared read-modify-write of it. A later
+        # plain load of the word would race with other threads' atomics, which
+        # the memory model leaves undefined, so this thread's view is enough.
+        ptx_type = isa.instruction_type(inst) or f".b{8 * nbytes}"
+        if atomic_supported(op, ptx_type) and all(self.dom.width(v) == 8 * nbytes for v in operands):
+            b = operands[0]
+            new = atomic_update(self.dom, op, ptx_type, old, b, operands[1] if len(operands) > 1 else b)
+        else:
+            self.unknown(inst, f"atomic {op} on {ptx_type} is not modelled")
+            new = self.dom.fresh(f"atom.{op}.new", 8 * nbytes)
         self._write_memory(st, space, address, nbytes, new, guard, index)
         return old
 
     def warp(self, inst: ir.Instruction, operands: list[BV], cond: BV | None) -> list[BV]:
-        """Fresh results: what other lanes hold is not modelled here; shuffle
-        detection relates lanes through addresses, not through these values."""
-        return [self.dom.fresh(f"{inst.opcode}", w) for w in _warp_result_widths(inst)]
+        """The shared collectives over the lane model: a value in another lane
+        is the expression with that lane's thread ids (`LaneModel`). The warp
+        is taken as converged: its active lanes are those that exist."""
+        self._sym("%laneid")  # its tie to %tid enters the solver
+        return warp_collective(self.dom, inst, operands, cond, self.dom.lanes.existing())
 
     def barrier(self, inst: ir.Instruction, cond: BV | None) -> None:
         st = self._st()
@@ -819,6 +844,8 @@ class SymbolicExecutor:
         return self.dom.fresh(f"isspacep{space}", 1)
 
     def unknown(self, inst: ir.Instruction, reason: str) -> None:
+        if self.strict:
+            raise UnsupportedInstruction(inst.mnemonic, reason, inst.loc)
         key = self.inst_index
         if key not in self._unknown:
             self._unknown[key] = (str(inst.loc), inst.mnemonic, reason)
@@ -841,6 +868,13 @@ class SymbolicExecutor:
             return self.dom.fresh(text, 64 if reg.name in _SPECIAL_64 else 32)
         value = self.specials.get(text)
         if value is None:
+            lanes = self.dom.lanes
+            if self.block_shape is not None and reg.name in ("%ntid", "%tid") and reg.selector in _DIMS:
+                # A known block shape: %ntid are constants, a dimension of 1 has %tid 0.
+                known = lanes.ntid(reg.selector) if reg.name == "%ntid" else lanes.tid(reg.selector)
+                if z3.is_bv_value(known):
+                    self.specials[text] = known
+                    return known
             value = z3.BitVec(text, 64 if reg.name in _SPECIAL_64 else 32)
             self.specials[text] = value
             for axiom in self._special_axioms(reg.name, reg.selector, value):
@@ -853,7 +887,9 @@ class SymbolicExecutor:
     def _special_axioms(self, name: str, sel: str | None, v: BV) -> list[z3.BoolRef]:
         """The ISA ranges of a special register, in terms of the others."""
         if name == "%ntid" and sel in _DIMS:
-            out = [z3.UGE(v, 1), z3.ULE(v, 64 if sel == "z" else 1024)]
+            # .maxntid bounds the number of threads (the product of its values).
+            most = 1024 if self.max_block is None else min(1024, _product(self.max_block))
+            out = [z3.UGE(v, 1), z3.ULE(v, min(64, most) if sel == "z" else most)]
             if sel in ("y", "z"):
                 # The block has at most 1024 threads; each factor <= 1024 keeps
                 # the 32-bit product exact.
@@ -864,11 +900,11 @@ class SymbolicExecutor:
                     z = v
                 x = x if x is not None else self._sym("%ntid", "x")
                 if y is not None and z is not None:
-                    out.append(z3.ULE(x * y * z, 1024))
+                    out.append(z3.ULE(x * y * z, most))
                 elif y is not None:
-                    out.append(z3.ULE(x * y, 1024))
+                    out.append(z3.ULE(x * y, most))
                 elif z is not None:
-                    out.append(z3.ULE(x * z, 1024))
+                    out.append(z3.ULE(x * z, most))
             return out
         if name == "%tid" and sel in _DIMS:
             return [z3.ULT(v, self._sym("%ntid", sel))]
@@ -877,7 +913,13 @@ class SymbolicExecutor:
         if name == "%ctaid" and sel in _DIMS:
             return [z3.ULT(v, self._sym("%nctaid", sel))]
         if name == "%laneid":
-            return [z3.ULT(v, 32)]
+            # Lanes are numbered along the linear thread id (x fastest); with
+            # %ntid.x a known multiple of 32 that is %tid.x % 32.
+            lanes = self.dom.lanes
+            for dim in ("x",) if lanes.rows_whole else _DIMS:
+                self._sym("%tid", dim)
+                self._sym("%ntid", dim)
+            return [z3.ULT(v, 32), v == lanes.lane_of_thread()]
         if name == "%warpid":
             return [z3.ULT(v, self._sym("%nwarpid"))]
         if name == "%nwarpid":
@@ -1218,7 +1260,7 @@ class SymbolicExecutor:
         """One non-control-flow instruction, through the shared semantics."""
         try:
             self.semantics.execute(inst)
-        except _BudgetExceeded:
+        except (_BudgetExceeded, UnsupportedInstruction):
             raise
         except Exception as exc:  # a semantics gap must not stop the analysis
             self.unknown(inst, f"{type(exc).__name__}: {exc}")
@@ -1518,6 +1560,19 @@ class SymbolicExecutor:
 
 def _reg_text(reg: ir.Register) -> str:
     return reg.name if reg.selector is None else f"{reg.name}.{reg.selector}"
+def _perf_shape(fn: ir.Function, directive: str) -> tuple[int, int, int] | None:
+    """The block shape a ``.reqntid``/``.maxntid`` directive names (missing dimensions are 1)."""
+    for d in fn.directives:
+        if isinstance(d, ir.PerfDirective) and d.name == directive and d.values:
+            x, y, z = (*d.values, 1, 1)[:3]
+            return (x, y, z)
+    return None
+
+
+def _product(shape: tuple[int, int, int]) -> int:
+    return shape[0] * shape[1] * shape[2]
+
+
 
 
 def _resize(dom: SymbolicDomain, value: BV, width: int) -> BV:
@@ -1684,28 +1739,6 @@ def _induction_variables(
                 out[name] = tuple(steps)
             break
     return out
-
-
-def _warp_result_widths(inst: ir.Instruction) -> list[int]:
-    """The widths of the values `Machine.warp` returns for ``inst``."""
-    op = inst.opcode
-    types = isa.instruction_types(inst)
-    t = types[0] if types else None
-    if op == "shfl":
-        return [isa.type_bits(t) or 32, 1]
-    if op == "elect":
-        return [32, 1]
-    if op == "vote":
-        return [1 if t == ".pred" or not inst.has(".ballot") else 32]
-    if op == "match":
-        first = inst.operands[0] if inst.operands else None
-        return [32, 1] if isinstance(first, ir.PairOperand) else [32]
-    if op in ("redux", "activemask"):
-        return [isa.type_bits(t) or 32]
-    out = []
-    for _, typ in isa.typed_defs(inst):
-        out.append(1 if typ == ".pred" else (isa.type_bits(typ) or 32))
-    return out or [32]
 
 
 # --------------------------------------------------------------------------

@@ -89,7 +89,6 @@ class LaneModel:
     # ---- another lane ------------------------------------------------------------------------
     def thread_in_lane(self, src: BV) -> list[tuple[BV, BV]]:
         """Substitution pairs from this thread's ids to those of lane ``src``'s thread."""
-        src = z3.simplify(src & 31)
         lane = self.laneid
         pairs: list[tuple[BV, BV]] = [(lane, src)]
         if self.rows_whole:
@@ -116,7 +115,7 @@ class LaneModel:
         if self.rows_whole:
             return z3.BoolVal(True)
         size = self.ntid("x") * self.ntid("y") * self.ntid("z")
-        return z3.simplify(z3.ULT(self.linear() - self.laneid + (src & 31), size))
+        return z3.simplify(z3.ULT(self.linear() - self.laneid + src, size))
 
     def existing(self) -> BV:
         """The 32-bit mask of lanes that hold a thread: the active lanes of a converged warp."""
@@ -159,7 +158,7 @@ class LaneModel:
             fn = self._opaque[w] = z3.Function(
                 f"lane_read{w}", z3.BitVecSort(w), z3.BitVecSort(32), z3.BitVecSort(w)
             )
-        return fn(value, z3.simplify(src & 31))  # type: ignore[return-value]
+        return fn(value, src)  # type: ignore[return-value]
 
     # ---- expansions over the 32 lanes ----------------------------------------------------------
     def each_lane(self, value: BV) -> list[BV]:
