@@ -15,10 +15,15 @@ function and offers what shuffle synthesis and later rewrites need:
 * instructions built from the instruction table and checked there
   (:meth:`~FunctionBuilder.instruction`; typed helpers such as
   :meth:`~FunctionBuilder.mov`, :meth:`~FunctionBuilder.setp`,
-  :meth:`~FunctionBuilder.shfl_sync`), so that a pass cannot produce text that
-  ``ptxas`` refuses: a bad combination raises `BuildError` at the call;
+  :meth:`~FunctionBuilder.shfl_sync`): a combination the table knows ``ptxas``
+  refuses (a type, an operand shape, a register of the wrong type) raises
+  `BuildError` at the call, in the pass, rather than in ``ptxas`` after it;
 * an `AnalysisCache` that every edit invalidates, so that a CFG or a cache keyed
   by instruction identity is never used after the code it describes changed.
+
+Instructions are never changed in place (caches key them by identity): a pass
+builds a new one, with :meth:`~FunctionBuilder.copy` if it is a variant, and
+puts it in with :meth:`~FunctionBuilder.replace`.
 
 Example: the rewrite shuffle synthesis makes, a global load replaced by a
 shuffle from the lane below and, where that lane is out of range, the load::
