@@ -23,7 +23,7 @@ from typing import Any
 
 from ptxasw import ir
 
-__all__ = ["MAX_LOGGED", "Deadline", "KernelAnalysisPass"]
+__all__ = ["MAX_LOGGED", "Deadline", "KernelAnalysisPass", "analysis_pipeline"]
 
 # How many skipped names a pass record lists (a file may have 30k kernels).
 MAX_LOGGED = 50
@@ -105,3 +105,12 @@ class KernelAnalysisPass:
             else:
                 counts[result.status if result.status in counts else "error"] += 1
         return PassResult(False, {"kernels": sum(counts.values()), **counts, **deadline.record(self.name)})
+
+
+def analysis_pipeline(text: str, source_name: str, deadline: float | None = None) -> Any:
+    """The default pipeline plus `KernelAnalysisPass` (``PTXASW_PIPELINE=
+    ptxasw.driver.deadline:analysis_pipeline``): what the analysis would cost
+    a build, and what of it fits in ``PTXASW_TIMEOUT``."""
+    from ptxasw.driver.pipeline import default_passes, run_pipeline
+
+    return run_pipeline(text, source_name, [*default_passes(), KernelAnalysisPass()], deadline=deadline)
