@@ -386,13 +386,13 @@ def test_a_store_that_may_alias_invalidates_earlier_loads() -> None:
     st_p4, st_q, _ = stores
     assert idx  # the trace is indexable by instruction line
     # st [p+4] provably misses [p] and [p+8]: nothing invalidated, reload equal.
-    assert ld_p0 not in flow.killed or flow.killed[ld_p0] != st_p4
+    assert ld_p0 not in flow.may_alias_store or flow.may_alias_store[ld_p0] != st_p4
     assert trace[ld_p0_again].value is not None and trace[ld_p0].value is not None
     assert trace[ld_p0_again].value.eq(trace[ld_p0].value)
     # st [q] may alias everything of p: earlier loads are invalidated ...
-    assert flow.killed[ld_p0] == st_q
-    assert flow.killed[ld_p8] == st_q
-    assert flow.killed[ld_p0_again] == st_q
+    assert flow.may_alias_store[ld_p0] == st_q
+    assert flow.may_alias_store[ld_p8] == st_q
+    assert flow.may_alias_store[ld_p0_again] == st_q
     # ... and a reload is a new unknown, not provably equal to the old value.
     old, new = trace[ld_p0].value, trace[ld_p0_third].value
     assert old is not None and new is not None
@@ -400,7 +400,7 @@ def test_a_store_that_may_alias_invalidates_earlier_loads() -> None:
     assert trace[ld_p0_third].version == st_q + 0 or trace[ld_p0_third].version > 0
     assert not always(trace[ld_p8].value == trace[ld_p8_again].value)  # type: ignore[operator]
     # Read-only (.nc) memory is never invalidated by a store.
-    assert trace[ld_nc].readonly and ld_nc not in flow.killed
+    assert trace[ld_nc].readonly and ld_nc not in flow.may_alias_store
 
 
 def test_tiny_time_budget_gives_a_partial_analysis() -> None:

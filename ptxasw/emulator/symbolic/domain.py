@@ -489,48 +489,137 @@ def _fp_name(op: FpOp, widths: tuple[int, ...]) -> str:
 
 # --------------------------------------------------------------------------
 # Printing in the style of the paper's Listing 5
+#
+# The notation is exact: arithmetic is on bit-vectors at the width of its
+# operands (wrapping), and widths change only where the text says so:
+# ``zext64(x)``, ``sext64(x)``, ``x[7:0]``, ``concat(a, b)``. Unsigned
+# operators carry a ``u`` (``<u``, ``/u``, ``>>u``); plain ``<``, ``/``, ``>>``
+# are signed. Constants are hex, negative when their top bit is set. A
+# rendering never builds Z3 terms (temporaries would be collected and their
+# ids reused under a cache keyed by id), and every cache entry keeps its term
+# alive for the same reason.
 
 
 def pretty(
-    e: z3.ExprRef, show_ext: bool = False, names: dict[str, str] | None = None, max_len: int = 4000
+    e: z3.ExprRef, show_ext: bool = True, names: dict[str, str] | None = None, max_len: int | None = 4000
 ) -> str:
-    """A compact infix rendering: hex constants (negative when the top bit is
-    set), ``a + b - c``, ``4*x``, uninterpreted applications as ``f(args)``.
-    Sign and zero extensions are left out unless ``show_ext`` (Listing 5 omits
-    them too); truncations print as ``x[31:0]`` except of plain symbols.
-    ``names`` renames symbols for display (``param_0`` -> ``load(param_0)``).
-    Every subterm's text is cut at ``max_len`` characters (ending in ``...``):
-    Z3 terms are DAGs, and a chain of values each used twice would otherwise
-    print exponentially long."""
-    return _Printer(show_ext, names or {}, max_len).render(e)
+    """A compact infix rendering: hex constants, ``a + b - c``, ``4*x``,
+    ``sext64(i)``, uninterpreted applications as ``f(args)``. ``names``
+    renames symbols for display (``param_0`` -> ``load(param_0)``).
+
+    ``max_len`` caps the text of every subterm (cut, ending in ``...``): Z3
+    terms are DAGs, and a chain of values each used twice would otherwise
+    print exponentially long. Traces avoid the cut by naming shared subterms
+    (`Printer` with ``share_min``). ``show_ext`` is accepted for
+    compatibility; extensions are always shown since leaving them out
+    changes what the text means."""
+    del show_ext
+    return Printer(names, max_len=max_len).text(e)
 
 
-class _Printer:
-    def __init__(self, show_ext: bool, names: dict[str, str], max_len: int) -> None:
-        self.show_ext = show_ext
-        self.names = names
+class Printer:
+    """Renders Z3 terms; one instance memoises across calls, so rendering a
+    kernel's terms costs one visit per distinct subterm (Z3 terms are DAGs).
+
+    With ``share_min``, `count_uses` first counts how often each subterm
+    occurs under the terms to be printed; a subterm used more than once whose
+    text is at least ``share_min`` characters then prints as a name ``t1``,
+    ``t2``... defined once in `definitions` (in an order where every name is
+    defined before it is used). The printed text stays exact and its size
+    linear in the DAG's.
+    """
+
+    def __init__(
+        self, names: dict[str, str] | None = None, max_len: int | None = None, share_min: int | None = None
+    ) -> None:
+        self.names = names or {}
         self.max_len = max_len
-        self.cache: dict[int, str] = {}
+        self.share_min = share_min
+        # id -> (term, text): holding the term keeps its id from being reused.
+        self._text: dict[int, tuple[z3.ExprRef, str]] = {}
+        self._negated: dict[int, tuple[z3.ExprRef, str]] = {}
+        self._uses: dict[int, int] = {}
+        self._counted: dict[int, z3.ExprRef] = {}
+        self._named: dict[int, str] = {}
+        self.definitions: list[tuple[str, str]] = []
 
-    def render(self, e: z3.ExprRef) -> str:
+    # ---- sharing ---------------------------------------------------------
+    def count_uses(self, roots: Iterable[z3.ExprRef]) -> None:
+        """Count each subterm's occurrences (as a root or as an argument)."""
+        uses = self._uses
+        visited = self._counted
+        stack: list[z3.ExprRef] = []
+        for root in roots:
+            key = root.get_id()
+            if key not in visited:
+                uses[key] = uses.get(key, 0) + 1  # printed in full once: one use
+                visited[key] = root
+                stack.append(root)
+        while stack:
+            node = stack.pop()
+            if not z3.is_app(node):
+                continue
+            for child in node.children():
+                key = child.get_id()
+                uses[key] = uses.get(key, 0) + 1
+                if key not in visited:
+                    visited[key] = child  # holding the term keeps its id from being reused
+                    stack.append(child)
+
+    def ref(self, e: z3.ExprRef) -> str:
+        """``e`` as an argument: its name if it is shared, else its text."""
+        text = self.text(e)
+        name = self._named.get(e.get_id())
+        return name if name is not None else text
+
+    def text(self, e: z3.ExprRef) -> str:
+        """``e``'s full text (never just its own name)."""
+        hit = self._text.get(e.get_id())
+        if hit is not None:
+            return hit[1]
+        # Render the subterms not seen yet children first, from an explicit
+        # stack: kernels build chains thousands of terms deep, and a
+        # recursive walk would overflow Python's stack.
+        stack: list[tuple[z3.ExprRef, bool]] = [(e, False)]
+        while stack:
+            node, expanded = stack.pop()
+            if node.get_id() in self._text:
+                continue
+            if expanded or not z3.is_app(node) or node.num_args() == 0:
+                self._store(node, self._render(node))
+                continue
+            stack.append((node, True))
+            stack.extend((c, False) for c in reversed(node.children()) if c.get_id() not in self._text)
+        return self._text[e.get_id()][1]
+
+    def _store(self, e: z3.ExprRef, text: str) -> None:
         key = e.get_id()
-        hit = self.cache.get(key)
-        if hit is None:
-            hit = self._render(e)
-            if len(hit) > self.max_len:
-                hit = hit[: self.max_len] + "..."
-            self.cache[key] = hit
-        return hit
+        if self.max_len is not None and len(text) > self.max_len:
+            text = text[: self.max_len] + "..."
+        self._text[key] = (e, text)
+        if (
+            self.share_min is not None
+            and len(text) >= self.share_min
+            and self._uses.get(key, 0) > 1
+            and z3.is_app(e)
+            and e.num_args() > 0
+        ):
+            name = f"t{len(self.definitions) + 1}"
+            self._named[key] = name
+            self.definitions.append((name, text))
 
     def atom(self, e: z3.ExprRef) -> str:
-        """Render ``e`` parenthesised unless it is atomic."""
-        text = self.render(e)
-        if not self.show_ext:
-            e = _strip_ext(e)
-        if z3.is_const(e) or _is_call_like(e) or z3.is_bv_value(e):
+        """``e`` parenthesised unless its text is atomic."""
+        text = self.ref(e)
+        if e.get_id() in self._named or _is_atomic(e):
             return text
         return f"({text})"
 
+    def operand(self, e: z3.ExprRef) -> str:
+        """An operand of ``&&``/``||``: comparisons bind tighter, no parentheses."""
+        return self.ref(e) if _is_comparison(e) or e.get_id() in self._named else self.atom(e)
+
+    # ---- rendering -------------------------------------------------------
     def _render(self, e: z3.ExprRef) -> str:
         if z3.is_bv_value(e):
             return _hex(e.as_long(), e.size())
@@ -549,7 +638,12 @@ class _Printer:
             return self._sum(args)
         if kind == z3.Z3_OP_BMUL:
             return "*".join(self.atom(a) for a in args)
+        if kind == z3.Z3_OP_BSUB:
+            lhs, rhs = args
+            return f"{self._sum([lhs])} - {self.ref(rhs) if _is_product(rhs) else self.atom(rhs)}"
         binop = _BINOPS.get(kind)
+        if binop is not None and kind in _ASSOCIATIVE and len(args) > 2:
+            return f" {binop} ".join(self.atom(a) for a in args)
         if binop is not None and len(args) == 2:
             lhs, rhs = args
             mirrored = _MIRROR.get(binop)
@@ -562,44 +656,106 @@ class _Printer:
         if kind == z3.Z3_OP_BNOT:
             return f"~{self.atom(args[0])}"
         if kind in (z3.Z3_OP_SIGN_EXT, z3.Z3_OP_ZERO_EXT):
-            if not self.show_ext:
-                return self.render(args[0])
             name = "sext" if kind == z3.Z3_OP_SIGN_EXT else "zext"
-            return f"{name}{e.size()}({self.render(args[0])})"
+            return f"{name}{e.size()}({self.ref(args[0])})"
         if kind == z3.Z3_OP_EXTRACT:
             hi, lo = e.params()
-            inner = args[0]
-            if lo == 0 and _is_counter(inner) and not self.show_ext:
-                # A loop's 64-bit iteration count used at 32 bits: a
-                # truncation that never matters for realistic trip counts.
-                return self.render(inner)
             bits = f"{hi}" if hi == lo else f"{hi}:{lo}"
-            return f"{self.atom(inner)}[{bits}]"
-        if _is_zero_ext_concat(e) and not self.show_ext:  # the rewriter's spelling of zext
-            return self.render(args[1])
+            return f"{self.atom(args[0])}[{bits}]"
+        if kind == z3.Z3_OP_CONCAT:
+            return self._concat(e, args)
         if kind == z3.Z3_OP_ITE:
             c, a, b = args
-            if z3.is_bv_value(a) and z3.is_bv_value(b):
+            if z3.is_bv_value(a) and z3.is_bv_value(b) and a.size() == 1:
                 pair = (a.as_long(), b.as_long())
-                if pair == (1, 0):
-                    return self.render(c)
+                if pair == (1, 0):  # a predicate kept as If(b, 1, 0)
+                    return self.ref(c)
                 if pair == (0, 1):
-                    return self.render(_negate(c))
-            return f"({self.render(c)} ? {self.render(a)} : {self.render(b)})"
+                    return self.negated(c)
+            return f"({self.ref(c)} ? {self.ref(a)} : {self.ref(b)})"
         if kind == z3.Z3_OP_NOT:
-            inner = args[0]
-            flipped = _negate(inner)
-            if not z3.is_app_of(flipped, z3.Z3_OP_NOT):
-                return self.render(flipped)
-            return f"!{self.atom(inner)}"
+            return self.negated(args[0])
         if kind in (z3.Z3_OP_AND, z3.Z3_OP_OR):
             sep = " && " if kind == z3.Z3_OP_AND else " || "
-            # Comparisons bind tighter than && and ||: no parentheses for them.
-            return sep.join(self.render(a) if _is_comparison(a) else self.atom(a) for a in args)
+            return sep.join(self.operand(a) for a in args)
+        if kind == z3.Z3_OP_DISTINCT and len(args) == 2:
+            return f"{self.atom(args[0])} != {self.atom(args[1])}"
         if kind == z3.Z3_OP_UNINTERPRETED:
-            return f"{e.decl().name()}({', '.join(self.render(a) for a in args)})"
-        name = _FUNC_NAMES.get(kind, e.decl().name())
-        return f"{name}({', '.join(self.render(a) for a in args)})"
+            return f"{e.decl().name()}({', '.join(self.ref(a) for a in args)})"
+        return f"{e.decl().name()}({', '.join(self.ref(a) for a in args)})"
+
+    def negated(self, c: z3.ExprRef) -> str:
+        """The text of ``!c``: comparisons flipped, De Morgan through
+        ``&&``/``||``, ``!x`` otherwise. Builds no Z3 terms."""
+        key = c.get_id()
+        hit = self._negated.get(key)
+        if hit is not None:
+            return hit[1]
+        text = self._render_negated(c)
+        self._negated[key] = (c, text)
+        return text
+
+    def _render_negated(self, c: z3.ExprRef) -> str:
+        if z3.is_true(c):
+            return "false"
+        if z3.is_false(c):
+            return "true"
+        if not z3.is_app(c) or c.get_id() in self._named:
+            return f"!{self.atom(c)}"
+        kind = c.decl().kind()
+        if kind == z3.Z3_OP_NOT:
+            return self.ref(c.arg(0))
+        if kind in (z3.Z3_OP_AND, z3.Z3_OP_OR):
+            # De Morgan: a negated disjunction reads better as a conjunction.
+            sep = " || " if kind == z3.Z3_OP_AND else " && "
+            return sep.join(self._negated_operand(x) for x in c.children())
+        flipped = _NEGATED.get(kind)
+        if flipped is not None and c.num_args() == 2 and z3.is_bv(c.arg(0)):
+            lhs, rhs = c.children()
+            if z3.is_bv_value(lhs) and not z3.is_bv_value(rhs):
+                lhs, rhs, flipped = rhs, lhs, _MIRROR[flipped]
+            return f"{self.atom(lhs)} {flipped} {self.atom(rhs)}"
+        return f"!{self.atom(c)}"
+
+    def _negated_operand(self, x: z3.ExprRef) -> str:
+        text = self.negated(x)
+        if _negates_to_comparison(x) or (text.startswith("!") and " " not in text):
+            return text
+        return f"({text})"
+
+    def _concat(self, e: z3.ExprRef, args: list[z3.ExprRef]) -> str:
+        # A zero extension the rewriter spelt as concat(0, x).
+        if len(args) == 2 and z3.is_bv_value(args[0]) and args[0].as_long() == 0:
+            return f"zext{e.size()}({self.ref(args[1])})"
+        # A sign extension spelt as concat(x[m], ..., x[m], x[m:lo]) (or x
+        # itself as the last part): sextN of the slice.
+        parts = _sign_extension_groups(self._flat_concat(args))
+        if len(parts) == 1 and parts[0][0] > 0:
+            return self._sext_group(parts[0])
+        return f"concat({', '.join(self._concat_part(p) for p in parts)})"
+
+    def _flat_concat(self, args: list[z3.ExprRef]) -> list[z3.ExprRef]:
+        """``concat(concat(a, b), c)`` as ``[a, b, c]`` (Z3's API nests binary
+        concats); a shared part stays whole so that it prints as its name."""
+        out: list[z3.ExprRef] = []
+        for a in args:
+            if z3.is_app_of(a, z3.Z3_OP_CONCAT) and self._uses.get(a.get_id(), 0) <= 1:
+                out.extend(self._flat_concat(a.children()))
+            else:
+                out.append(a)
+        return out
+
+    def _concat_part(self, group: tuple[int, z3.ExprRef, int]) -> str:
+        if group[0] > 0:
+            return self._sext_group(group)
+        part = group[1]
+        if z3.is_bv_value(part):  # nothing else says its width: Verilog's 7'h7f
+            return f"{part.size()}'h{part.as_long():x}"
+        return self.ref(part)
+
+    def _sext_group(self, group: tuple[int, z3.ExprRef, int]) -> str:
+        _, base, width = group
+        return f"sext{width}({self.ref(base)})"
 
     def _sum(self, args: list[z3.ExprRef]) -> str:
         # Constants first, as in Listing 5 (``0xc + (...)``); negative
@@ -622,47 +778,96 @@ class _Printer:
             if w >= 8 and v >> (w - 1):
                 return True, f"{(1 << w) - v:#x}"
             return False, f"{v:#x}"
-        if z3.is_app_of(a, z3.Z3_OP_BMUL) and a.num_args() == 2 and z3.is_bv_value(a.arg(0)):
+        if (
+            a.get_id() not in self._named
+            and z3.is_app_of(a, z3.Z3_OP_BMUL)
+            and a.num_args() == 2
+            and z3.is_bv_value(a.arg(0))
+        ):
             c = a.arg(0).as_long()
-            if c >> (w - 1):
+            if w >= 8 and c >> (w - 1):
                 mag = (1 << w) - c
                 rest = self.atom(a.arg(1))
                 return True, rest if mag == 1 else f"{mag:#x}*{rest}"
-        text = self.render(a)
+        text = self.ref(a)
+        if a.get_id() in self._named:
+            return False, text
         return False, f"({text})" if _needs_paren_in_sum(a) else text
 
 
-_FLIP = {
-    z3.Z3_OP_ULT: z3.UGE,
-    z3.Z3_OP_ULEQ: z3.UGT,
-    z3.Z3_OP_UGT: z3.ULE,
-    z3.Z3_OP_UGEQ: z3.ULT,
-    z3.Z3_OP_SLT: lambda a, b: a >= b,
-    z3.Z3_OP_SLEQ: lambda a, b: a > b,
-    z3.Z3_OP_SGT: lambda a, b: a <= b,
-    z3.Z3_OP_SGEQ: lambda a, b: a < b,
-    z3.Z3_OP_EQ: lambda a, b: a != b,
-}
+def _sign_extension_groups(args: list[z3.ExprRef]) -> list[tuple[int, z3.ExprRef, int]]:
+    """Concat arguments as ``(copies, base, width)`` groups: ``copies`` leading
+    1-bit extracts of ``base``'s top bit folded into a sign extension of
+    ``base`` to ``width`` bits (``copies == 0``: a plain part)."""
+    groups: list[tuple[int, z3.ExprRef, int]] = []
+    i = 0
+    while i < len(args):
+        j = i
+        while j < len(args) and _top_bit_of(args[j], args[-1] if j == len(args) - 1 else args[j + 1]):
+            j += 1
+        if j > i and j < len(args):
+            base = args[j]
+            groups.append((j - i, base, base.size() + (j - i)))
+            i = j + 1
+        else:
+            groups.append((0, args[i], args[i].size()))
+            i += 1
+    return groups
 
 
-def _negate(c: z3.BoolRef) -> z3.BoolRef:
-    """``!c`` with a comparison flipped rather than negated, for printing."""
-    if z3.is_app(c):
-        if z3.is_app_of(c, z3.Z3_OP_NOT):
-            return c.arg(0)
-        if z3.is_app_of(c, z3.Z3_OP_OR):  # De Morgan: conjunctions read better
-            return z3.And(*[_negate(x) for x in c.children()])
-        if z3.is_app_of(c, z3.Z3_OP_AND):
-            return z3.Or(*[_negate(x) for x in c.children()])
-        flip = _FLIP.get(c.decl().kind())
-        if flip is not None and c.num_args() == 2 and z3.is_bv(c.arg(0)):
-            return flip(c.arg(0), c.arg(1))
-    return z3.Not(c)
+def _top_bit_of(bit: z3.ExprRef, nxt: z3.ExprRef) -> bool:
+    """``bit`` is the top bit of ``nxt`` (``nxt[m]`` for ``nxt = y[m:lo]`` or
+    ``nxt = y`` with ``m`` its top), or equal to ``nxt`` when both are that bit."""
+    if not (z3.is_app_of(bit, z3.Z3_OP_EXTRACT) and bit.size() == 1):
+        return False
+    (b,) = bit.params()[:1]
+    y = bit.arg(0)
+    if z3.is_app_of(nxt, z3.Z3_OP_EXTRACT) and nxt.arg(0).eq(y):
+        return nxt.params()[0] == b
+    return nxt.eq(y) and b == y.size() - 1
+
+
+def _is_product(e: z3.ExprRef) -> bool:
+    return z3.is_app_of(e, z3.Z3_OP_BMUL)
+
+
+def _is_atomic(e: z3.ExprRef) -> bool:
+    """Text that needs no parentheses as an operand: a name, a constant,
+    a call ``f(...)``, a slice ``x[..]`` (negative constants are atomic too:
+    ``-0x1`` reads as one literal)."""
+    if z3.is_bv_value(e) or z3.is_const(e):
+        return True
+    if not z3.is_app(e):
+        return False
+    kind = e.decl().kind()
+    if kind in (z3.Z3_OP_UNINTERPRETED, z3.Z3_OP_EXTRACT, z3.Z3_OP_SIGN_EXT, z3.Z3_OP_ZERO_EXT):
+        return True
+    if kind == z3.Z3_OP_CONCAT:
+        return True  # zextN(..), sextN(..) or concat(..)
+    if kind == z3.Z3_OP_ITE:
+        return not _is_predicate_ite(e)  # printed "(c ? a : b)"
+    return False
+
+
+def _is_predicate_ite(e: z3.ExprRef) -> bool:
+    _, a, b = e.children()
+    return (
+        z3.is_bv_value(a)
+        and z3.is_bv_value(b)
+        and a.size() == 1
+        and (a.as_long(), b.as_long()) in ((1, 0), (0, 1))
+    )
 
 
 def _needs_paren_in_sum(a: z3.ExprRef) -> bool:
-    kind = a.decl().kind() if z3.is_app(a) else None
-    return kind in (z3.Z3_OP_ITE,) or kind in _BINOPS
+    if not z3.is_app(a):
+        return False
+    kind = a.decl().kind()
+    return (
+        kind in _BINOPS
+        or kind in (z3.Z3_OP_BADD, z3.Z3_OP_NOT, z3.Z3_OP_AND, z3.Z3_OP_OR)
+        or (kind == z3.Z3_OP_ITE and _is_predicate_ite(a))
+    )
 
 
 _MIRROR = {
@@ -678,43 +883,38 @@ _MIRROR = {
     ">=": "<=",
 }
 
-
-def _is_zero_ext_concat(e: z3.ExprRef) -> bool:
-    return (
-        z3.is_app_of(e, z3.Z3_OP_CONCAT)
-        and e.num_args() == 2
-        and z3.is_bv_value(e.arg(0))
-        and e.arg(0).as_long() == 0
-    )
-
-
-def _strip_ext(e: z3.ExprRef) -> z3.ExprRef:
-    """``e`` without the extensions the printer leaves out."""
-    while True:
-        if z3.is_app_of(e, z3.Z3_OP_SIGN_EXT) or z3.is_app_of(e, z3.Z3_OP_ZERO_EXT):
-            e = e.arg(0)
-        elif _is_zero_ext_concat(e):
-            e = e.arg(1)
-        else:
-            return e
+# The operator of !(a op b), as text.
+_NEGATED = {
+    z3.Z3_OP_ULT: ">=u",
+    z3.Z3_OP_ULEQ: ">u",
+    z3.Z3_OP_UGT: "<=u",
+    z3.Z3_OP_UGEQ: "<u",
+    z3.Z3_OP_SLT: ">=",
+    z3.Z3_OP_SLEQ: ">",
+    z3.Z3_OP_SGT: "<=",
+    z3.Z3_OP_SGEQ: "<",
+    z3.Z3_OP_EQ: "!=",
+}
 
 
 def _is_comparison(e: z3.ExprRef) -> bool:
     """A bit-vector comparison, or the negation of one (printed flipped)."""
     if z3.is_not(e):
-        return _is_comparison(e.arg(0))
+        return _negates_to_comparison(e.arg(0))
+    if z3.is_app_of(e, z3.Z3_OP_ITE) and _is_predicate_ite(e):
+        c, a, _ = e.children()
+        return _is_comparison(c) if a.as_long() == 1 else _negates_to_comparison(c)
     if not z3.is_app(e) or e.num_args() != 2:
         return False
     op = _BINOPS.get(e.decl().kind())
     return op is not None and op in _MIRROR and z3.is_bv(e.arg(0))
 
 
-def _is_counter(e: z3.ExprRef) -> bool:
-    return z3.is_const(e) and not z3.is_bv_value(e) and e.decl().name().startswith("iter_")
-
-
-def _is_call_like(e: z3.ExprRef) -> bool:
-    return z3.is_app(e) and e.decl().kind() in (z3.Z3_OP_UNINTERPRETED, z3.Z3_OP_EXTRACT) and e.num_args() > 0
+def _negates_to_comparison(e: z3.ExprRef) -> bool:
+    """``!e`` prints as a single comparison."""
+    if z3.is_not(e):
+        return _is_comparison(e.arg(0))
+    return z3.is_app(e) and e.decl().kind() in _NEGATED and e.num_args() == 2 and z3.is_bv(e.arg(0))
 
 
 def _hex(value: int, width: int) -> str:
@@ -722,6 +922,9 @@ def _hex(value: int, width: int) -> str:
         return f"-{(1 << width) - value:#x}"
     return f"{value:#x}"
 
+
+# Z3 makes these n-ary: ``a & b & c`` reads the same grouped either way.
+_ASSOCIATIVE = frozenset({z3.Z3_OP_BAND, z3.Z3_OP_BOR, z3.Z3_OP_BXOR})
 
 _BINOPS = {
     z3.Z3_OP_BSHL: "<<",
@@ -739,7 +942,6 @@ _BINOPS = {
     z3.Z3_OP_BSREM: "%",
     z3.Z3_OP_BSREM_I: "%",
     z3.Z3_OP_EQ: "==",
-    z3.Z3_OP_DISTINCT: "!=",
     z3.Z3_OP_ULT: "<u",
     z3.Z3_OP_ULEQ: "<=u",
     z3.Z3_OP_UGT: ">u",
@@ -748,8 +950,4 @@ _BINOPS = {
     z3.Z3_OP_SLEQ: "<=",
     z3.Z3_OP_SGT: ">",
     z3.Z3_OP_SGEQ: ">=",
-}
-
-_FUNC_NAMES = {
-    z3.Z3_OP_CONCAT: "concat",
 }

@@ -22,7 +22,7 @@ semantics run on.
   ``load_global_32(addr)``, versioned by that blocking event
   (``load_global_32@7``), so two loads are equal exactly when nothing may
   have changed the location in between. A store also marks every earlier
-  load of the flow it may overwrite (``Flow.killed``); read-only loads
+  load of the flow it may overwrite (``Flow.may_alias_store``); read-only loads
   (``ld.global.nc``, ``ldu``, ``ld.const``) are never invalidated. Barriers,
   calls and loops that store clobber what they may change.
 - **Paths**: a branch whose condition the solver cannot decide under the
@@ -163,7 +163,7 @@ class Flow:
     """One explored path: its accesses and path condition.
 
     A flow forked from ``parent`` shares the parent's first ``fork_index``
-    accesses (they are repeated in ``trace``). ``killed`` maps the trace index
+    accesses (they are repeated in ``trace``). ``may_alias_store`` maps the trace index
     of a load to the trace index of the first later store (or atomic, or
     barrier) of this flow that may overwrite it. ``end``: ``ret``, ``exit``,
     ``trap``, ``fell-off`` (past the last instruction), ``loop`` (back at a
@@ -177,7 +177,7 @@ class Flow:
     fork_index: int = 0
     condition: tuple[z3.BoolRef, ...] = ()
     trace: list[Access] = field(default_factory=list)
-    killed: dict[int, int] = field(default_factory=dict)
+    may_alias_store: dict[int, int] = field(default_factory=dict)
     blocks: list[int] = field(default_factory=list)
     end: str = "running"
     end_block: int | None = None
@@ -1131,11 +1131,13 @@ class SymbolicExecutor:
         # Earlier loads this store may overwrite are no longer valid sources.
         flow = st.flow
         for i, a in enumerate(flow.trace[:index]):
-            if a.kind != "ld" or a.version < 0 or a.readonly or i in flow.killed or a.space not in spaces:
+            if a.kind != "ld" or a.version < 0 or a.readonly or a.space not in spaces:
+                continue
+            if i in flow.may_alias_store:
                 continue
             assert a.address is not None
             if a.space != space or self._relation(st, a.address, a.nbytes, address, nbytes) != "disjoint":
-                flow.killed[i] = index
+                flow.may_alias_store[i] = index
         event = _MemEvent(self._new_event_id(), "store", spaces, space, address, nbytes, value, guard)
         st.mem.append(event)
 
@@ -1147,10 +1149,10 @@ class SymbolicExecutor:
                     a.kind == "ld"
                     and a.version >= 0
                     and not a.readonly
-                    and i not in flow.killed
+                    and i not in flow.may_alias_store
                     and a.space in spaces
                 ):
-                    flow.killed[i] = index
+                    flow.may_alias_store[i] = index
         st.mem.append(_MemEvent(self._new_event_id(), "clobber", spaces))
 
     # ---- exploration ---------------------------------------------------------
@@ -1339,7 +1341,7 @@ class SymbolicExecutor:
         edge to ``target`` (None: the caller finishes it)."""
         parent = st.flow
         flow = Flow(len(self.flows), parent=parent.id, fork_index=len(parent.trace), trace=list(parent.trace))
-        flow.killed = dict(parent.killed)
+        flow.may_alias_store = dict(parent.may_alias_store)
         flow.blocks = list(parent.blocks)
         self.flows.append(flow)
         self.stats.forks += 1

@@ -2,61 +2,58 @@
 
 Kept apart from the executor so that what the analysis computed and how it
 is shown are separate concerns: the executor records Z3 terms; this module
-only prints them (through `ptxasw.emulator.symbolic.domain.pretty`'s printer)
-and never changes what they mean.
+only prints them, through one `ptxasw.emulator.symbolic.domain.Printer` per
+kernel. That printer visits each distinct subterm once (Z3 terms are DAGs,
+and a kernel's addresses, values and conditions share most of theirs), and
+names a long subterm that is used more than once (``t1``, ``t2``...; listed
+as ``let t1 = ...`` lines in the text, under ``terms`` in JSON) so that the
+output stays exact and linear in the size of the DAG. Nothing is cut short
+and nothing is simplified while printing: the text means what was computed.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import z3
 
-from ptxasw.emulator.symbolic.domain import pretty
+from ptxasw.emulator.symbolic.domain import Printer, pretty
 from ptxasw.ir.printer import format_instruction
 
 if TYPE_CHECKING:
     from ptxasw.emulator.symbolic.executor import Access, Flow, KernelAnalysis
 
-__all__ = ["format_analysis", "show", "to_json"]
+__all__ = ["SHARE_MIN", "format_analysis", "show", "to_json"]
+
+# A subterm used more than once is printed once under a name when its text is
+# at least this long; shorter ones read better inline.
+SHARE_MIN = 60
+
+_TAGS = {"ld": "LD", "st": "ST", "atom": "ATOM"}
 
 
 def show(analysis: KernelAnalysis, e: z3.ExprRef) -> str:
-    """An expression as printed in traces (parameters as ``load(param_0)``)."""
-    return pretty(e, names=analysis.names)
+    """One expression as printed in traces (parameters as ``load(param_0)``),
+    without names for shared subterms."""
+    return pretty(e, names=analysis.names, max_len=None)
 
 
 def to_json(analysis: KernelAnalysis, spaces: Iterable[str] | None = None) -> dict[str, Any]:
-    """A JSON-able dict: expressions both pretty and as SMT-LIB terms."""
+    """A JSON-able dict: expressions both pretty and as SMT-LIB terms.
+
+    Pretty texts may use the names of ``terms`` (each defined there, in an
+    order where a name is defined before it is used)."""
     keep = None if spaces is None else set(spaces)
+    shown = [(flow, [(i, a) for i, a in enumerate(flow.trace) if _shown(a, keep)]) for flow in analysis.flows]
+    printer = _printer(analysis, _roots_json(analysis, shown))
+
+    def text(e: z3.ExprRef | None) -> str | None:
+        return None if e is None else printer.text(e)
+
     flows = []
-    for flow in analysis.flows:
-        accesses = []
-        for i, a in enumerate(flow.trace):
-            if keep is not None and a.space not in keep and a.kind != "bar":
-                continue
-            accesses.append(
-                {
-                    "index": i,
-                    "kind": a.kind,
-                    "space": a.space,
-                    "bytes": a.nbytes,
-                    "address": None if a.address is None else show(analysis, a.address),
-                    "address_smt": None if a.address is None else a.address.sexpr(),
-                    "value": None if a.value is None else show(analysis, a.value),
-                    "guard": None if a.guard is None else show(analysis, a.guard),
-                    "instruction": format_instruction(a.inst).strip(),
-                    "ptx_loc": str(a.inst.loc),
-                    "source": a.source,
-                    "block": a.block,
-                    "conditions": a.conditions,
-                    "loops": list(a.loops),
-                    "version": a.version,
-                    "killed_by": flow.killed.get(i),
-                }
-            )
+    for flow, accesses in shown:
         flows.append(
             {
                 "id": flow.id,
@@ -65,11 +62,32 @@ def to_json(analysis: KernelAnalysis, spaces: Iterable[str] | None = None) -> di
                 "end": flow.end,
                 "end_block": flow.end_block,
                 "merged_into": flow.merged_into,
-                "condition": [show(analysis, c) for c in flow.condition],
+                "condition": [printer.text(c) for c in flow.condition],
                 "blocks": flow.blocks,
-                "accesses": accesses,
+                "accesses": [
+                    {
+                        "index": i,
+                        "kind": a.kind,
+                        "space": a.space,
+                        "bytes": a.nbytes,
+                        "address": text(a.address),
+                        "address_smt": None if a.address is None else a.address.sexpr(),
+                        "value": text(a.value),
+                        "guard": text(a.guard),
+                        "instruction": format_instruction(a.inst).strip(),
+                        "ptx_loc": str(a.inst.loc),
+                        "source": a.source,
+                        "block": a.block,
+                        "conditions": a.conditions,
+                        "loops": list(a.loops),
+                        "version": a.version,
+                        "may_alias_store": flow.may_alias_store.get(i),
+                    }
+                    for i, a in accesses
+                ],
             }
         )
+    assumptions = [printer.text(a) for a in analysis.assumptions]
     loads, stores = analysis.counts()
     return {
         "kernel": analysis.kernel,
@@ -79,7 +97,8 @@ def to_json(analysis: KernelAnalysis, spaces: Iterable[str] | None = None) -> di
         "stores": stores,
         "stats": {k: (round(v, 6) if isinstance(v, float) else v) for k, v in vars(analysis.stats).items()},
         "unknown": [{"loc": loc, "instruction": m, "reason": r} for loc, m, r in analysis.unknown],
-        "assumptions": [show(analysis, a) for a in analysis.assumptions],
+        "assumptions": assumptions,
+        "terms": dict(printer.definitions),
         "flows": flows,
     }
 
@@ -89,10 +108,16 @@ def format_analysis(
 ) -> str:
     """The human form, close to the paper's Listing 5.
 
-    A forked flow prints only what follows its fork (``shared``: all).
+    A forked flow prints only what follows its fork (``shared``: all), with a
+    line saying how many of the accesses shown it shares with its parent.
     ``spaces`` filters the accesses shown (barriers always show).
     """
     keep = None if spaces is None else set(spaces)
+    plan = [_FlowView(flow, keep, shared) for flow in analysis.flows]
+    printer = _printer(analysis, (e for view in plan for e in view.roots()))
+    body: list[str] = []
+    for view in plan:
+        body.extend(view.lines(printer))
     s = analysis.stats
     loads, stores = analysis.counts()
     head = (
@@ -104,47 +129,89 @@ def format_analysis(
     lines = [head]
     for loc, mnemonic, why in analysis.unknown:
         lines.append(f"  note: {loc}: {mnemonic} not modelled ({why})")
-    for flow in analysis.flows:
+    lines.extend(f"  let {name} = {text}" for name, text in printer.definitions)
+    return "\n".join(lines + body)
+
+
+class _FlowView:
+    """What the text shows of one flow: its condition and the accesses that
+    pass the filter, from its fork on (or all with ``shared``)."""
+
+    def __init__(self, flow: Flow, keep: set[str] | None, shared: bool) -> None:
+        self.flow = flow
+        start = 0 if shared or flow.parent is None else flow.fork_index
+        self.inherited = sum(1 for a in flow.trace[:start] if _shown(a, keep))
+        self.accesses = [(i, a) for i, a in enumerate(flow.trace) if i >= start and _shown(a, keep)]
+        self.conjuncts = [c for item in flow.condition for c in _conjuncts(item)]
+
+    def roots(self) -> Iterator[z3.ExprRef]:
+        yield from self.conjuncts
+        for _, a in self.accesses:
+            yield from _access_roots(a, values=a.kind == "st")
+
+    def lines(self, printer: Printer) -> list[str]:
+        flow = self.flow
         end = flow.end if flow.merged_into is None else f"merged into flow {flow.merged_into}"
         origin = f", forked from flow {flow.parent}" if flow.parent is not None else ""
-        lines.append(f"flow {flow.id} [{end}{origin}]")
-        if flow.condition:
-            conjuncts = [c for item in flow.condition for c in _conjuncts(item)]
-            cond = " && ".join(_paren(show(analysis, c)) for c in conjuncts)
-            lines.append(f"  if {cond}")
-        start = 0 if shared or flow.parent is None else flow.fork_index
-        if start:
-            lines.append(f"  ... {start} accesses as in flow {flow.parent}")
-        for i in range(start, len(flow.trace)):
-            a = flow.trace[i]
-            if keep is not None and a.space not in keep and a.kind != "bar":
-                continue
-            lines.append("  " + _format_access(analysis, flow, i, a))
-    return "\n".join(lines)
+        out = [f"flow {flow.id} [{end}{origin}]"]
+        if self.conjuncts:
+            out.append("  if " + " && ".join(_paren(printer.text(c)) for c in self.conjuncts))
+        if self.inherited:
+            out.append(f"  ... {self.inherited} accesses as in flow {flow.parent}")
+        out.extend("  " + _format_access(printer, flow, i, a) for i, a in self.accesses)
+        return out
 
 
-def _format_access(analysis: KernelAnalysis, flow: Flow, i: int, a: Access) -> str:
+def _format_access(printer: Printer, flow: Flow, i: int, a: Access) -> str:
     loc = a.inst.loc
     ptx = f"{os.path.basename(loc.file)}:{loc.line}"
     where = f"{a.source}, {ptx}" if a.source else ptx
     if a.kind == "bar":
         return f"BAR  ; {format_instruction(a.inst).strip()}  ({where})"
-    tag = {"ld": "LD", "st": "ST", "atom": "ATOM"}[a.kind]
     space = a.space.lstrip(".") if a.space else "?"
-    text = f"{tag}.{space}.{a.nbytes * 8}: {show(analysis, a.address) if a.address is not None else '?'}"
+    address = printer.text(a.address) if a.address is not None else "?"
+    text = f"{_TAGS[a.kind]}.{space}.{a.nbytes * 8}: {address}"
     if a.kind == "st" and a.value is not None:
-        value = show(analysis, a.value)
-        text += f" <- {value if len(value) <= 100 else value[:97] + '...'}"
+        text += f" <- {printer.text(a.value)}"
     extras = []
     if a.guard is not None:
-        extras.append(f"if {show(analysis, a.guard)}")
+        extras.append(f"if {printer.text(a.guard)}")
     if a.loops:
         extras.append("in loop " + ", ".join(a.loops))
-    killed = flow.killed.get(i)
-    if killed is not None:
-        extras.append(f"overwritten by #{killed}")
+    store = flow.may_alias_store.get(i)
+    if store is not None:
+        extras.append(f"may alias store #{store}")
     tail = f"  [{'; '.join(extras)}]" if extras else ""
     return f"#{i} {text}{tail}  ; {format_instruction(a.inst).strip()}  ({where})"
+
+
+def _printer(analysis: KernelAnalysis, roots: Iterable[z3.ExprRef]) -> Printer:
+    printer = Printer(analysis.names, share_min=SHARE_MIN)
+    printer.count_uses(roots)
+    return printer
+
+
+def _roots_json(
+    analysis: KernelAnalysis, shown: list[tuple[Flow, list[tuple[int, Access]]]]
+) -> Iterator[z3.ExprRef]:
+    for flow, accesses in shown:
+        yield from flow.condition
+        for _, a in accesses:
+            yield from _access_roots(a, values=True)
+    yield from analysis.assumptions
+
+
+def _access_roots(a: Access, values: bool) -> Iterator[z3.ExprRef]:
+    if a.address is not None:
+        yield a.address
+    if values and a.value is not None:
+        yield a.value
+    if a.guard is not None:
+        yield a.guard
+
+
+def _shown(a: Access, keep: set[str] | None) -> bool:
+    return keep is None or a.kind == "bar" or a.space in keep
 
 
 def _paren(text: str) -> str:
