@@ -16,6 +16,7 @@ import random
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import pytest
 import z3
 
@@ -406,3 +407,16 @@ def test_strict_mode_raises_with_the_location() -> None:
     assert isinstance(err, PtxError) and err.opcode.startswith("redux")
     assert str(err).startswith("strict.ptx:10:5: unsupported instruction redux.sync.min.f32")
     assert "floating-point redux" in str(err)
+
+
+def test_strict_interpreter_raises_with_the_location() -> None:
+    from ptxasw.emulator.concrete.interpreter import launch
+    from ptxasw.errors import UnsupportedInstruction
+    from ptxasw.parser import parse_ptx
+
+    module = parse_ptx(STRICT_KERNEL, "strict.ptx")
+    out = np.zeros(1, dtype=np.uint32)
+    lenient = launch(module, "k", 1, 32, [out])
+    assert any("strict.ptx:10:5" in w and "its results are zero" in w for w in lenient.warnings)
+    with pytest.raises(UnsupportedInstruction, match=r"^strict.ptx:10:5: unsupported instruction redux"):
+        launch(module, "k", 1, 32, [out], strict=True)

@@ -68,8 +68,9 @@ This module is the executor: the launch, the CTA scheduler and barriers, the
 SIMT stacks, calls, and the `WarpMachine` the semantics run on. What it runs
 is prepared elsewhere: `ptxasw.emulator.concrete.program` (variable layout, function
 addresses) and `ptxasw.emulator.concrete.decode` (each function's code); the
-warp-collective operations are in `ptxasw.emulator.concrete.warp_ops`, the atomic
-operations in `ptxasw.emulator.concrete.atomics` and ``printf`` in
+warp-collective operations and the atomics' arithmetic are in
+`ptxasw.emulator.semantics.collectives` (shared with the symbolic executor),
+atomics' lane order in `ptxasw.emulator.concrete.atomics` and ``printf`` in
 `ptxasw.emulator.concrete.printf`.
 """
 
@@ -135,7 +136,7 @@ from ptxasw.emulator.concrete.program import Program, global_name
 from ptxasw.emulator.concrete.variables import bits_of, encode_scalar, round_up
 from ptxasw.emulator.semantics.collectives import bar_reduce, warp_collective
 from ptxasw.emulator.semantics.instructions import Semantics
-from ptxasw.errors import EmulationError, PtxError
+from ptxasw.errors import EmulationError, PtxError, UnsupportedInstruction
 from ptxasw.ir import isa
 
 __all__ = [
@@ -487,8 +488,10 @@ class _Launch:
         shared_bytes: int,
         max_steps: int,
         quantum: int,
+        strict: bool = False,
     ) -> None:
         self.program = program
+        self.strict = strict
         self.grid = grid
         self.block = block
         self.shared_bytes = shared_bytes
@@ -521,6 +524,10 @@ class _Launch:
     # ---- diagnostics ---------------------------------------------------------
 
     def warn(self, inst: ir.Instruction, reason: str) -> None:
+        """An instruction not modelled: its results are zeros and a warning
+        says so, or, ``strict``, the launch stops with `UnsupportedInstruction`."""
+        if self.strict:
+            raise UnsupportedInstruction(inst.mnemonic, reason, inst.loc)
         if id(inst) not in self._warned:
             self._warned.add(id(inst))
             self.warnings.append(f"{inst.loc}: {inst.mnemonic}: {reason}; its results are zero")
@@ -1357,6 +1364,7 @@ def launch(
     *,
     max_steps: int = DEFAULT_MAX_STEPS,
     quantum: int = DEFAULT_QUANTUM,
+    strict: bool = False,
 ) -> LaunchResult:
     """Run ``kernel`` over ``grid`` x ``block`` threads and return what it wrote.
 
@@ -1366,7 +1374,9 @@ def launch(
     Array arguments are updated in place when writable and returned in
     `LaunchResult.buffers`. ``shared_bytes`` is the dynamic shared memory
     (``extern __shared__``). Faults raise `EmulationError`; bad launch
-    parameters raise `PtxError`.
+    parameters raise `PtxError`. ``strict``: an instruction the interpreter
+    cannot model raises `UnsupportedInstruction` instead of giving zeros
+    and a warning.
     """
     program = module if isinstance(module, Program) else _program_for(module)
     fn = program.functions.get(kernel)
@@ -1380,7 +1390,7 @@ def launch(
     if shared_bytes < 0:
         raise PtxError("shared_bytes must not be negative")
     started = time.perf_counter()
-    state = _Launch(program, g, b, shared_bytes, max_steps, quantum)
+    state = _Launch(program, g, b, shared_bytes, max_steps, quantum, strict)
     info = program.decoded(kernel, state.sem)
     params, uploads = _encode_params(fn, args, state.gmem, info.param_layout, info.param_size)
     state.run(info, params)
