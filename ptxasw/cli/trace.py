@@ -141,10 +141,11 @@ def trace_command(
             if isinstance(result, batch.Skipped):
                 if result.status == "error":
                     errors += 1
-                    click.echo(
-                        f"ptxasw: error: internal error while analysing {result.kernel}: {result.reason}",
-                        err=True,
-                    )
+                    # bad PTX in this kernel (a branch to an unknown label) is the user's error, located
+                    why: object = result.error
+                    if not isinstance(why, PtxError):
+                        why = f"internal error while analysing {result.kernel}: {result.reason}"
+                    click.echo(f"ptxasw: error: {why}", err=True)
                 else:
                     skipped += 1
             del result  # printed: let it go before the next kernel is analysed

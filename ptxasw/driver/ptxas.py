@@ -560,12 +560,16 @@ def transform_ptx(text: str, name: str, timeout: float | None = None) -> Outcome
     if not text.isascii():
         return Outcome(name, "ok", note="not ASCII")
     start = time.monotonic()
-    try:
-        fn = load_pipeline()
-    except BaseException as exc:  # fail-open takes everything, SystemExit included
-        where, message = _describe(exc, name)
-        return Outcome(name, "fallback", error=message, where=where)
-    if hasattr(os, "fork"):
+    fork = hasattr(os, "fork")
+    fn: Callable[..., Any] | None = None
+    if not fork or _load_here():
+        try:
+            fn = load_pipeline()
+        except BaseException as exc:  # fail-open takes everything, SystemExit included
+            where, message = _describe(exc, name)
+            return Outcome(name, "fallback", error=message, where=where)
+    _transforms.count += 1
+    if fork:
         done, box = _run_in_child(fn, text, name, timeout)
     else:  # pragma: no cover - not POSIX
         done, box = _run_in_thread(fn, text, name, timeout)
@@ -580,6 +584,28 @@ def transform_ptx(text: str, name: str, timeout: float | None = None) -> Outcome
         return Outcome(name, "fallback", seconds=seconds, error=message, where=where)
     new, passes = rest
     return Outcome(name, "ok", text=new, passes=passes, seconds=seconds)
+
+
+@dataclass
+class _Transforms:
+    count: int = 0
+
+
+_transforms = _Transforms()
+
+
+def _load_here() -> bool:
+    """Whether to import the pipeline in this process rather than in the child.
+
+    The wrapper's own imports are the standard library's; the pipeline's
+    (lark, the parser, the IR) are most of its start-up. Imported in the
+    child, they are paid once as before, and the fork copies a small
+    process whose pages the parse does not touch (copy-on-write faults on a
+    parent's heap made the child's parse several times slower). A second
+    input in one run imports here, once, for every later child to inherit.
+    """
+    module = (os.environ.get(ENV_PIPELINE) or DEFAULT_PIPELINE).partition(":")[0]
+    return module in sys.modules or _transforms.count > 0
 
 
 def _pipeline_deadline(timeout: float) -> float | None:
@@ -600,7 +626,7 @@ def _call_pipeline(fn: Callable[..., Any], text: str, name: str, deadline: float
 
 
 def _pipeline_box(
-    fn: Callable[[str, str], Any], text: str, name: str, deadline: float | None = None
+    fn: Callable[..., Any] | None, text: str, name: str, deadline: float | None = None
 ) -> tuple[Any, ...]:
     """Run the pipeline and reduce its result to plain data (it may cross a pipe).
 
@@ -610,6 +636,8 @@ def _pipeline_box(
     second run on the original.
     """
     try:
+        if fn is None:
+            fn = load_pipeline()
         result = _call_pipeline(fn, text, name, deadline)
         new = getattr(result, "text", None)
         if not isinstance(new, str):
@@ -636,9 +664,11 @@ def _changed(result: Any, passes: Sequence[Any], new: str, text: str) -> bool:
 
 
 def _run_in_child(
-    fn: Callable[[str, str], Any], text: str, name: str, timeout: float
+    fn: Callable[..., Any] | None, text: str, name: str, timeout: float
 ) -> tuple[bool, tuple[Any, ...]]:
     """`_pipeline_box` in a forked child; ``(False, ())`` when it was killed at the time-out.
+
+    ``fn`` None: the child imports the pipeline (see `_load_here`).
 
     The child sends its pickled box through a pipe and leaves with
     ``os._exit`` (no atexit handlers, no stdio buffers of ours flushed twice).
@@ -713,7 +743,7 @@ def _describe_status(status: int) -> str:
 
 
 def _run_in_thread(
-    fn: Callable[[str, str], Any], text: str, name: str, timeout: float
+    fn: Callable[..., Any] | None, text: str, name: str, timeout: float
 ) -> tuple[bool, tuple[Any, ...]]:  # pragma: no cover - only where there is no fork
     """`_pipeline_box` in a daemon thread, abandoned (not stopped) at the time-out."""
     box: list[tuple[Any, ...]] = []

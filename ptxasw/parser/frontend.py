@@ -468,8 +468,11 @@ class _ToIR(Transformer):  # type: ignore[type-arg]
     # ---- top level ----------------------------------------------------------
 
     def version(self, children: list[Any]) -> ir.Version:
-        major, minor = children[0].split(".")
-        return ir.Version(int(major), int(minor), _loc(self.path, children[0]))
+        tok = children[0]
+        major, dot, minor = str(tok).partition(".")
+        if not (dot and major.isdigit() and minor.isdigit()):  # the lexer's number may be 9. or 9.0e1
+            raise PtxSyntaxError(f"bad .version '{tok}': expected MAJOR.MINOR", _loc(self.path, tok))
+        return ir.Version(int(major), int(minor), _loc(self.path, tok))
 
     def target(self, children: list[Any]) -> ir.Target:
         return ir.Target(tuple(map(str, children)), _loc(self.path, children[0]))

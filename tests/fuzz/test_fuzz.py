@@ -132,3 +132,30 @@ def test_the_drop_in_leaves_non_ascii_ptx_to_ptxas(tmp_path: Path, monkeypatch: 
     assert outcome.status == "ok" and outcome.text is None and outcome.note == "not ASCII"
     utf8 = (HEADER + "// café\n").encode()
     assert wrapper.transform_ptx(utf8.decode(), "x.ptx", 10.0).note == "not ASCII"
+
+
+@pytest.mark.parametrize("version", ["9.", "9.0e1"])
+def test_a_version_that_is_not_major_dot_minor_is_a_located_error(tmp_path: Path, version: str) -> None:
+    """Fuzzing found ``.version 9.`` (a truncated file) raising ValueError."""
+    from click.testing import CliRunner
+
+    from ptxasw.cli import main as cli
+
+    path = tmp_path / "v.ptx"
+    path.write_text(f".version {version}\n.target sm_90\n")
+    result = CliRunner().invoke(cli, ["check", str(path)])
+    assert result.exit_code == 1
+    assert result.stderr == f"ptxasw: error: {path}:1:10: bad .version '{version}': expected MAJOR.MINOR\n"
+
+
+def test_trace_reports_a_bad_kernel_as_the_users_error(tmp_path: Path) -> None:
+    """Fuzzing found a deleted label reported as "internal error while analysing"."""
+    from click.testing import CliRunner
+
+    from ptxasw.cli import main as cli
+
+    path = tmp_path / "label.ptx"
+    path.write_text(HEADER + ".visible .entry k()\n{\n\tbra.uni $L__BB0_2;\n\tret;\n}\n")
+    result = CliRunner().invoke(cli, ["trace", str(path)])
+    assert result.exit_code == 1
+    assert result.stderr == f"ptxasw: error: {path}:6:2: branch to unknown label $L__BB0_2\n"
