@@ -348,3 +348,18 @@ def test_drop_in_hands_its_deadline_to_the_pipeline() -> None:
     assert seen[0] is not None and before + 8.0 <= seen[0] <= time.monotonic() + 9.0
     assert ptxas._pipeline_box(without, HEADER, "x", 1.0)[0] == "ok"
     assert ptxas._pipeline_deadline(float("inf")) is None
+
+
+def test_drop_in_skips_kernels_past_its_timeout_instead_of_falling_back(
+    clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ptxasw.driver import ptxas
+
+    # Each kernel takes one (fake) second; the time-out is 30 s. The pipeline
+    # runs in a forked child, which inherits the fake clock.
+    monkeypatch.setenv("PTXASW_PIPELINE", "ptxasw.driver.deadline:analysis_pipeline")
+    outcome = ptxas.transform_ptx(many_kernels(40), "many.ptx", timeout=30.0)
+    assert outcome.status == "ok" and not outcome.timed_out
+    record = next(p for p in outcome.passes if p["name"] == "kernel-analysis")
+    assert record["complete"] + record["skipped"] == 40
+    assert 20 <= record["complete"] <= 28 and record["skipped_names"][-1] == "k39"
