@@ -69,7 +69,8 @@ _SPACES = {
     "total_budget",
     type=click.FloatRange(min=0.0, min_open=True),
     default=None,
-    help="Wall-clock seconds for all kernels together; kernels not reached are listed as skipped.",
+    help="Wall-clock seconds for the analyses of all kernels together (counted after parsing); "
+    "kernels not reached are listed as skipped.",
 )
 @click.option(
     "--max-paths",
@@ -110,7 +111,8 @@ def trace_command(
     from ptxasw.emulator.symbolic.executor import Budget
 
     try:
-        module = read_ptx(source)
+        with _status(f"parsing {source}", enabled=sys.stderr.isatty()):
+            module = read_ptx(source)
         names = [fn.name for fn in module.kernels]
         known = set(names)
         for name in kernels:
@@ -158,6 +160,18 @@ def trace_command(
         )
     if errors:
         sys.exit(1)
+
+
+@contextlib.contextmanager
+def _status(message: str, enabled: bool) -> Iterator[None]:
+    """A spinner on stderr while the file is parsed (a minute for 50 MB; only on a terminal)."""
+    if not enabled:
+        yield
+        return
+    from rich.console import Console
+
+    with Console(file=sys.stderr).status(message):
+        yield
 
 
 @contextlib.contextmanager
