@@ -118,6 +118,15 @@ def spin_and_record(text: str, name: str) -> _Result:
         pass
 
 
+def segfault(text: str, name: str) -> _Result:
+    """A pipeline that crashes its process (as a bug in a C extension would)."""
+    import faulthandler
+
+    faulthandler.disable()  # pytest's would print the stack: the crash is the point
+    os.kill(os.getpid(), signal.SIGSEGV)
+    raise AssertionError("unreachable")
+
+
 # --------------------------------------------------------------------------
 # Fixtures
 
@@ -350,6 +359,20 @@ def test_a_timed_out_pipeline_stops_working(
     assert "time-out after 0.5 s" in line
     pid = int(pidfile.read_text())
     assert pid != os.getpid() and process_gone(pid)
+
+
+def test_a_crashing_pipeline_fails_open(
+    env: dict[str, str], src: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd
+) -> None:
+    monkeypatch.setenv("PTXASW_PIPELINE", "tests.test_reliability:segfault")
+    monkeypatch.setenv("FAKE_RC", "4")
+    assert wrapper.main(["-arch=sm_90", str(src)]) == 4
+    assert calls(tmp_path) == [["-arch=sm_90", str(src)]]
+    (line,) = warnings_in(capfd.readouterr().err)
+    assert line == (
+        f"ptxasw: warning: {src}: internal error: the pipeline process died (signal 11, SIGSEGV); "
+        "assembling the original PTX"
+    )
 
 
 # --------------------------------------------------------------------------

@@ -13,11 +13,19 @@ Why it is built this way:
   anything that is one of our shims, and every child gets the list of tools
   already chosen (``PTXASW_VISITED_PTXAS``) so a shim we could not recognise
   still cannot recurse.
+* It must stop when asked and leave nothing half-done: the pipeline runs in
+  a forked child killed at the time-out; SIGTERM/SIGINT/SIGHUP are passed on
+  to ptxas, our temporary files are removed and we die of the same signal
+  (as we do when ptxas dies of one); ptxas writes a single ``-o`` output in
+  a private directory beside it, renamed onto the target only on success
+  (`StagedOutput`), so a killed or concurrent build never leaves a torn file.
 
 The input file is never modified: rewritten PTX goes to a private temporary
-directory under the input's own basename (ptxas records the basename of its
-input in the cubin when ``-g`` is given), and the temporary directory is
-removed afterwards. The fail-open machinery here (`transform_ptx`,
+directory (``$TMPDIR``, made only when needed; unusable, we assemble the
+original with one warning) under the input's own basename (ptxas records the
+basename of its input in the cubin when ``-g`` is given), and the temporary
+directory is removed afterwards. When no pass changed anything, ptxas gets
+the user's own file, so its answer needs no second run. The fail-open machinery here (`transform_ptx`,
 `run_transformed`, `find_real_tool`, `passthrough`, `conclude` and the
 console entry point `console_main`) is shared with the GCC ``as`` shim in
 `ptxasw.driver.nvptx_as`.
@@ -27,7 +35,9 @@ Environment:
 ``PTXASW_REAL_PTXAS``  path of NVIDIA's ptxas (else PATH, ``$CUDA_HOME/bin``,
                        ``/usr/local/cuda/bin``).
 ``PTXASW_DISABLE=1``   run the real ptxas untouched.
-``PTXASW_TIMEOUT``     seconds the pipeline may take per input (default 60).
+``PTXASW_TIMEOUT``     seconds the pipeline may take per input (default 60; ``inf``: no
+                       limit; anything else that is not a positive number: one
+                       warning, then the default).
 ``PTXASW_LOG=FILE``    append one JSON line per invocation.
 ``PTXASW_PIPELINE``    ``module:function`` to run instead of
                        ``ptxasw.driver.pipeline:run_pipeline`` (tests, experiments).
@@ -1029,7 +1039,7 @@ def stage_output(args: Sequence[Arg]) -> tuple[Arg, StagedOutput] | None:
     with other hard links or another owner), or a directory we cannot write.
     """
     outs = [a for a in iter_args(args) if a.spec is not None and a.spec.long == "output-file"]
-    if len(outs) != 1 or outs[0] not in args or not outs[0].value:
+    if len(outs) != 1 or not any(a is outs[0] for a in args) or not outs[0].value:
         return None
     target = Path(outs[0].value)
     mode: int | None = None
