@@ -4,9 +4,9 @@ The semantics (``semantics.py``) compute values; they never decide which
 lanes run, where memory lives or what another lane holds. Those belong to the
 executor, of which there are two:
 
-- the concrete interpreter (``interpreter.py``): a warp of 32 lanes, real
+- the concrete interpreter (``concrete/interpreter.py``): a warp of 32 lanes, real
   buffers, an active mask, SIMT reconvergence;
-- the symbolic executor (``symbolic_exec.py``): one symbolic thread, memory
+- the symbolic executor (``symbolic/executor.py``): one symbolic thread, memory
   as uninterpreted functions of the address, a trace of every access.
 
 Both implement `Machine`. A guarded instruction is handled by the semantics:
@@ -77,7 +77,8 @@ class Machine(Protocol[V]):
         ``op`` is the atom operation word without its dot: ``add inc dec min
         max and or xor exch cas`` (``operands`` holds one value, or two for
         ``cas``: compare, new). The type (signed, float) is read from
-        ``inst`` by the machine with the instruction table.
+        ``inst`` by the machine with the instruction table; the new value is
+        `ptxasw.emulator.semantics.collectives.atomic_update` of the old.
         """
         ...
 
@@ -86,8 +87,10 @@ class Machine(Protocol[V]):
 
         ``shfl.sync`` (operands: a, b, c, membermask -> [d, p]), ``vote.sync``
         (-> [d]), ``match.sync`` (-> [d] or [d, p]), ``redux.sync`` (-> [d]),
-        ``activemask`` (-> [d]), ``elect.sync`` (-> [d, p]). A symbolic machine
-        returns fresh values it can later relate to other lanes.
+        ``activemask`` (-> [d]), ``elect.sync`` (-> [d, p]). Every machine
+        answers with `ptxasw.emulator.semantics.collectives.warp_collective`,
+        giving it the lanes that execute the instruction; a form it does not
+        model raises ``NotImplementedError`` (the semantics make that unknown).
         """
         ...
 
@@ -96,5 +99,9 @@ class Machine(Protocol[V]):
         ...
 
     def unknown(self, inst: ir.Instruction, reason: str) -> None:
-        """Record that ``inst`` was not modelled (its results become fresh values)."""
+        """Record that ``inst`` was not modelled (its results become fresh values).
+
+        A strict machine raises `ptxasw.errors.UnsupportedInstruction` here
+        instead: a consumer that must not compute with made-up values (the
+        lifter) runs strict."""
         ...
