@@ -493,6 +493,18 @@ def test_builder_refuses_what_ptxas_refuses(
         assert result.returncode != 0, f"ptxas accepts {line!r}, which the builder refuses"
 
 
+@needs_ptxas
+def test_builder_refuses_an_opcode_newer_than_the_module() -> None:
+    older = PROBE.replace(".version 8.0", ".version 7.5").replace("sm_80", "sm_75")
+    module = parse_ptx(older.format(line=""), "older.ptx")
+    b = FunctionBuilder(module.kernels[0], module)
+    with pytest.raises(BuildError, match=r"bmsk needs PTX ISA 7\.6; the module is \.version 7\.5"):
+        b.instruction("bmsk", [".clamp", ".b32"], [R(1), R(2), R(3)])
+    assert b.activemask(R(1)).opcode == "activemask"  # PTX 6.2: fine
+    assert assemble(older.format(line="bmsk.clamp.b32 %r1, %r2, %r3;"), "sm_75").returncode != 0
+    assert assemble(older.format(line="activemask.b32 %r1;"), "sm_75").returncode == 0
+
+
 def test_builder_refuses_text_and_bools() -> None:
     _, _, b = small()
     with pytest.raises(BuildError, match="is text"):
@@ -524,6 +536,21 @@ def test_builder_accepts_every_instruction_compilers_wrote(corpus: list[CorpusFi
                 b.check(inst)
                 checked += 1
     assert checked > 20_000
+
+
+def test_builder_accepts_every_instruction_gcc_wrote(gcc_corpus: list[CorpusFile]) -> None:
+    """The same for GCC's OpenACC/OpenMP PTX (``.version`` 6.0, registers named
+    like parameters, one declaration a register)."""
+    checked = 0
+    for entry in gcc_corpus:
+        module = parse_ptx(entry.ptx_path.read_text(), str(entry.ptx_path))
+        for fn in module.functions:
+            if fn.body is not None:
+                b = FunctionBuilder(fn, module)
+                for inst in fn.instructions():
+                    b.check(inst)
+                    checked += 1
+    assert checked > 1_000
 
 
 # --------------------------------------------------------------------------

@@ -552,7 +552,8 @@ class FunctionBuilder:
         where the opcode ends. Python ints become `ir.IntImm`. Raises
         `BuildError` naming every problem: unknown modifiers, a wrong operand
         count or shape, a type the opcode does not take, an undeclared register,
-        a register or literal whose type does not fit its position.
+        a register or literal whose type does not fit its position, an opcode
+        newer than the module's ``.version``.
         """
         mods = tuple(modifiers)
         bad = [m for m in mods if not m.startswith(".")]
@@ -571,6 +572,13 @@ class FunctionBuilder:
         problems = isa.instruction_problems(inst)
         if not problems:
             problems = list(self._operand_problems(inst))
+            version = self.module.version if self.module is not None else None
+            needs = isa.lookup(inst.opcode).min_ptx
+            if version is not None and needs > version:
+                have = f"{version[0]}.{version[1]}"
+                problems.append(
+                    f"{inst.opcode} needs PTX ISA {needs[0]}.{needs[1]}; the module is .version {have}"
+                )
         if problems:
             text = "; ".join(problems)
             raise BuildError(f"cannot build {inst.mnemonic}: {text}")
