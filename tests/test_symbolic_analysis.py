@@ -410,3 +410,20 @@ def test_debug_build_kernels_report_the_loads_of_their_helpers(corpus) -> None: 
     # thomas_step reads a, b, c, d through load_coef and cp/dp itself.
     assert len(in_callees) >= 6
     assert {a.source.split(":")[0] for a in in_callees if a.source} == {"adi_solver.cu"}
+
+
+def test_gcc_openmp_kernels_are_followed_through_libgomp(gcc_corpus) -> None:  # type: ignore[no-untyped-def]
+    """GCC's OpenMP entry kernels only call ``gomp_nvptx_main(fn, data)``
+    (libgomp, not in the PTX): the outlined region ``fn`` is followed, so the
+    kernel reports the region's loads instead of none."""
+    files = [f for f in gcc_corpus if f.source_path.name == "omp_realworld.c"]
+    if not files:
+        pytest.skip("gcc-12 with nvptx offloading is not installed")
+    m = parse_file(files[0].ptx_path)
+    (fn,) = [k for k in m.kernels if k.name.startswith("lbm$")]
+    assert not [i for i in fn.instructions() if i.opcode == "ld" and ".param" not in i.modifiers]
+    inlined = inline_calls(m, fn)
+    assert inlined.inlined >= 2  # the region's $impl, and the parallel body through GOMP_parallel
+    result = analyze_kernel(m, fn.name, Budget(time_s=60))
+    assert not any("gomp_nvptx_main" in why or "GOMP_parallel" in why for _, _, why in result.unknown)
+    assert len(accesses(result, "ld", "generic")) + len(accesses(result, "ld")) >= 9

@@ -35,9 +35,27 @@ from typing import Any
 from ptxasw import ir
 from ptxasw.analysis.cfg import is_special_register
 
-__all__ = ["DEFAULT_MAX_DEPTH", "CallSite", "Inlined", "NotFollowed", "call_site", "inline_calls"]
+__all__ = [
+    "DEFAULT_MAX_DEPTH",
+    "TRAMPOLINES",
+    "CallSite",
+    "Inlined",
+    "NotFollowed",
+    "call_site",
+    "declared_names",
+    "inline_calls",
+    "variables",
+]
 
 DEFAULT_MAX_DEPTH = 4
+
+# Runtime entry points that call a function pointer argument with a data
+# argument (name -> positions of the two): GCC's OpenMP offload kernels start
+# in libgomp's ``gomp_nvptx_main(fn, data)``, and parallel regions run through
+# ``GOMP_parallel(fn, data, ...)``. Their bodies are in libgomp, not in the
+# PTX; when the function pointer is a constant (``mov.u64 %r, fn``) the call
+# is inlined as the call ``fn(data)`` it makes for the thread.
+TRAMPOLINES: dict[str, tuple[int, int]] = {"gomp_nvptx_main": (0, 1), "GOMP_parallel": (0, 1)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +154,8 @@ class _Scope:
     def reg(self, reg: ir.Register) -> ir.Register:
         if self.suffix is None or is_special_register(reg.name):
             return reg
+        if reg.name in self.symbols:  # a variable (``%P0`` of ``.param .u64 %P<2>``), renamed as one
+            return ir.Register(self.symbols[reg.name], reg.selector)
         return ir.Register(reg.name + self.suffix, reg.selector)
 
     def symbol(self, name: str) -> str:
@@ -192,6 +212,27 @@ def _walk(op: Any) -> Any:
                 yield from _walk(getattr(op, f.name))
 
 
+def declared_names(decl: ir.VarDecl) -> list[str]:
+    """The names a declaration introduces (``%P<2>`` is ``%P0`` and ``%P1``)."""
+    out = []
+    for v in decl.names:
+        out.extend([v.name] if v.count is None else [f"{v.name}{i}" for i in range(v.count)])
+    return out
+
+
+def variables(fn: ir.Function) -> set[str]:
+    """Names of the non-register variables declared in ``fn``'s body."""
+    out: set[str] = set()
+    stack = [fn.body.body] if fn.body is not None else []
+    while stack:
+        for stmt in stack.pop():
+            if isinstance(stmt, ir.VarDecl) and stmt.space != ".reg":
+                out.update(declared_names(stmt))
+            elif isinstance(stmt, ir.Block):
+                stack.append(stmt.body)
+    return out
+
+
 def _local_names(body: list[ir.Statement]) -> set[str]:
     """Labels and non-register variables declared anywhere in a body."""
     out: set[str] = set()
@@ -199,7 +240,7 @@ def _local_names(body: list[ir.Statement]) -> set[str]:
         if isinstance(stmt, ir.Label):
             out.add(stmt.name)
         elif isinstance(stmt, ir.VarDecl) and stmt.space != ".reg":
-            out.update(v.name for v in stmt.names)
+            out.update(declared_names(stmt))
         elif isinstance(stmt, ir.TargetList):
             out.add(stmt.label)
         elif isinstance(stmt, ir.Block):
@@ -222,6 +263,9 @@ class _Inliner:
         self.skipped: dict[int, NotFollowed] = {}
         self.count = 0
         self._ids = itertools.count(1)
+        # Instructions emitted since the last label, in order: enough to find
+        # the constant a trampoline's function-pointer argument holds.
+        self.recent: list[ir.Instruction] = []
 
     def statements(
         self, body: list[ir.Statement], scope: _Scope, depth: int, stack: tuple[str, ...]
@@ -232,12 +276,22 @@ class _Inliner:
                 out.extend(self.instruction(stmt, scope, depth, stack))
             elif isinstance(stmt, ir.Block):
                 out.append(ir.Block(self.statements(stmt.body, scope, depth, stack), stmt.loc))
+            elif isinstance(stmt, ir.Label) and scope.suffix is None:
+                self.recent.clear()
+                out.append(stmt)
             elif scope.suffix is None:
                 out.append(stmt)
             elif isinstance(stmt, ir.Label):
+                self.recent.clear()
                 out.append(ir.Label(scope.symbol(stmt.name), stmt.loc))
             elif isinstance(stmt, ir.VarDecl) and stmt.space != ".reg":
-                names = [dataclasses.replace(v, name=scope.symbol(v.name)) for v in stmt.names]
+                names = [
+                    dataclasses.replace(v, name=scope.symbol(v.name))
+                    if v.count is None
+                    else ir.VarName(scope.symbol(name), None, v.array, v.init)
+                    for v in stmt.names
+                    for name in ([v.name] if v.count is None else [f"{v.name}{i}" for i in range(v.count)])
+                ]
                 out.append(dataclasses.replace(stmt, names=names))
             elif isinstance(stmt, ir.TargetList):
                 targets = tuple(scope.symbol(t) for t in stmt.targets)
@@ -256,14 +310,55 @@ class _Inliner:
             return [ir.Instruction("bra", (), (ir.Symbol(scope.ret_label),), guard, inst.loc)]
         new = inst if scope.suffix is None and not scope.symbols else scope.instruction(inst)
         if inst.opcode != "call":
+            self.recent.append(new)
             return [new]
-        site = call_site(new)
+        site = self._through_trampoline(call_site(new))
         callee, why = self._callee(site, depth, stack)
         if callee is None:
             self.skipped[id(new)] = NotFollowed(call_site(inst).name, why)
             return [new]
         assert callee.body is not None
         return self._paste(new, site, callee, depth, stack)
+
+    def _through_trampoline(self, site: CallSite) -> CallSite:
+        """``gomp_nvptx_main(fn, data)`` as ``fn(data)`` when ``fn`` is a
+        function of this module stored into the argument slot just before
+        (``mov.u64 %r, fn; st.param.u64 [slot], %r``); else ``site``."""
+        positions = TRAMPOLINES.get(site.name)
+        if positions is None or site.name in self.bodies or not isinstance(site.callee, ir.Symbol):
+            return site
+        fn_pos, data_pos = positions
+        if len(site.args) <= max(fn_pos, data_pos):
+            return site
+        slot = site.args[fn_pos]
+        if not isinstance(slot, (ir.Symbol, ir.Register)):
+            return site
+        value = self._stored_in(slot.name)
+        target = None if value is None else self._register_constant(value)
+        if target is None or target not in self.bodies:
+            return site
+        return CallSite(ir.Symbol(target), (), (site.args[data_pos],))
+
+    def _stored_in(self, slot: str) -> ir.Register | None:
+        """The register last stored to ``[slot]`` among the recent instructions."""
+        for inst in reversed(self.recent):
+            if inst.opcode == "st" and len(inst.operands) == 2:
+                addr, value = inst.operands
+                base = addr.base if isinstance(addr, ir.Address) else None
+                if isinstance(base, (ir.Symbol, ir.Register)) and base.name == slot:
+                    return value if isinstance(value, ir.Register) and addr.offset == 0 else None
+        return None
+
+    def _register_constant(self, reg: ir.Register) -> str | None:
+        """The symbol ``reg`` holds when its last recent definition is
+        ``mov reg, symbol``."""
+        for inst in reversed(self.recent):
+            if inst.operands and inst.operands[0] == reg and inst.opcode != "st":
+                src = inst.operands[1] if len(inst.operands) == 2 else None
+                if inst.opcode == "mov" and isinstance(src, ir.Symbol) and inst.guard is None:
+                    return src.name
+                return None  # defined by something else
+        return None
 
     def _callee(self, site: CallSite, depth: int, stack: tuple[str, ...]) -> tuple[ir.Function | None, str]:
         if not isinstance(site.callee, ir.Symbol):
@@ -286,7 +381,7 @@ class _Inliner:
         if len(site.args) != len(formals) or len(site.returns) != len(fn.returns or []):
             return None, "argument count differs from the callee's signature"
         for actual, formal in zip((*site.args, *site.returns), (*formals, *(fn.returns or [])), strict=True):
-            if formal.space == ".param" and not isinstance(actual, ir.Symbol):
+            if formal.space == ".param" and not isinstance(actual, (ir.Symbol, ir.Register)):
                 return None, f"argument for {formal.name} is not a .param variable"
         return fn, ""
 
@@ -311,7 +406,9 @@ class _Inliner:
         reg_formals = []
         for formal, actual in zip(formals, actuals, strict=True):
             if formal.space == ".param":
-                assert isinstance(actual, ir.Symbol)
+                # A .param variable; a "register" here is one whose name the
+                # parser could not resolve (GCC's ``.param.u64 %P<2>``).
+                assert isinstance(actual, (ir.Symbol, ir.Register))
                 symbols[formal.name] = actual.name
             else:
                 reg_formals.append((formal, actual))

@@ -63,7 +63,7 @@ import z3
 
 from ptxasw import ir
 from ptxasw.analysis.cfg import CFG, Loop, build_cfg, is_special_register
-from ptxasw.analysis.inline import DEFAULT_MAX_DEPTH, call_site, inline_calls
+from ptxasw.analysis.inline import DEFAULT_MAX_DEPTH, call_site, inline_calls, variables
 from ptxasw.emulator.semantics.collectives import atomic_supported, atomic_update, warp_collective
 from ptxasw.emulator.symbolic.domain import SymbolicDomain, as_bool, const_value, simplify
 from ptxasw.emulator.symbolic.intervals import decide
@@ -115,7 +115,21 @@ CALL_DEPTH = DEFAULT_MAX_DEPTH
 # Runtime functions whose effects are known and touch no memory that the
 # kernel's loads read: ``vprintf`` reads its argument buffer, ``__assertfail``
 # stops the program, ``malloc``/``free`` hand out or take back fresh memory.
-_KNOWN_CALLS = frozenset({"vprintf", "__assertfail", "malloc", "free"})
+# libgomp's queries of the team and thread numbers (GCC OpenMP offload) read
+# no user memory either.
+_KNOWN_CALLS = frozenset(
+    {
+        "vprintf",
+        "__assertfail",
+        "malloc",
+        "free",
+        "omp_get_num_threads",
+        "omp_get_thread_num",
+        "omp_get_num_teams",
+        "omp_get_team_num",
+        "GOMP_teams4",
+    }
+)
 
 # Z3 resource units per millisecond of solving on the development machine
 # (measured: ~1.2 million units per 200 ms of bit-vector work).
@@ -468,7 +482,10 @@ class _Solver:
         self.models: list[_Model] = []
         self._abs_vars: dict[int, tuple[z3.ExprRef, z3.ExprRef]] = {}
         self._abs_cache: dict[int, tuple[z3.ExprRef, z3.ExprRef]] = {}
+        self._abs_nodes: dict[int, list[z3.ExprRef]] = {}  # formula id -> the terms replaced in it
         self._ranges: dict[int, tuple[int, int]] = {}  # interval memo (terms stay alive in the queries)
+        self.bare = z3.Solver()  # for queries without their context
+        self.bare.set("random_seed", 0)
 
     def assume(self, axiom: z3.BoolRef) -> None:
         """A fact true in every flow (a register range); added at the base."""
@@ -514,27 +531,40 @@ class _Solver:
             stack.extend(node.children())
         out = z3.substitute(f, *pairs) if pairs else f
         self._abs_cache[key] = (f, out)
+        self._abs_nodes[key] = [node for node, _ in pairs]
         return out
+
+    def _unsat_alone(self, formulas: Sequence[z3.BoolRef]) -> bool:
+        """Whether ``formulas`` (non-linear terms abstracted) are unsat on
+        their own, without the path condition or the axioms: dropping
+        constraints over-approximates, so unsat is final. Address questions
+        are mostly of this kind (``8*sext(x+1)`` and ``8*sext(x)`` never
+        overlap, whatever ``x`` is) and tiny without their context."""
+        self.bare.set("rlimit", max(1, self.rlimit // 20))
+        self.bare.push()
+        try:
+            self.bare.add(*formulas)
+            return self.bare.check() == z3.unsat
+        finally:
+            self.bare.pop()
 
     def _nonlinear_pairs(self, formulas: Sequence[z3.BoolRef]) -> list[z3.ExprRef]:
         """The non-linear subterms that `_abstracted` replaced in ``formulas``."""
         out: list[z3.ExprRef] = []
         for f in formulas:
-            hit = self._abs_cache.get(f.get_id())
-            if hit is not None and not hit[1].eq(f):
-                out.extend(node for node, _ in self._abs_vars.values() if _mentions(f, node))
+            out.extend(self._abs_nodes.get(f.get_id(), ()))
         return out
 
     @staticmethod
-    def _typical_sizes(nonlinear: Sequence[z3.ExprRef]) -> list[z3.BoolRef]:
-        """Equalities fixing the unknown factors of ``nonlinear`` terms to a
-        typical size (block dimensions 32, other sizes 64)."""
+    def _typical_sizes(nonlinear: Sequence[z3.ExprRef], size: int) -> list[z3.BoolRef]:
+        """Equalities fixing the unknown factors of ``nonlinear`` terms to
+        ``size`` (block dimensions to 32, or 1 when ``size`` is 1)."""
         fixes: dict[str, z3.BoolRef] = {}
         for node in nonlinear:
             for child in node.children():
                 if z3.is_const(child) and not z3.is_bv_value(child):
                     name = child.decl().name()
-                    value = 32 if name.startswith("%ntid") else 64
+                    value = min(32, size) if name.startswith("%ntid") else size
                     if not name.startswith(("%tid", "%ctaid", "%laneid", "iter_")):
                         fixes.setdefault(name, child == value)
         return list(fixes.values())
@@ -587,25 +617,31 @@ class _Solver:
         self._flush()
         start = time.perf_counter()
         try:
-            self.stats.solver_calls += 1
             apc = [self._abstracted(c) for c in pc]
             aextra = [self._abstracted(c) for c in extra]
+            if pc:
+                self.stats.solver_calls += 1
+                if self._unsat_alone(aextra):
+                    self.stats.cheap_answers += 1
+                    return False
             pairs = self._nonlinear_pairs([*pc, *extra])
             if pairs:
+                self.stats.solver_calls += 1
                 if self.abstract.check(apc, aextra, self._timeout(), self.rlimit // 4)[0] == z3.unsat:
                     self.stats.cheap_answers += 1
                     return False
                 # An under-approximation: the factors of products fixed to
                 # typical sizes make the query linear; a model of it is one
                 # of the real query.
-                self.stats.solver_calls += 1
-                fixes = self._typical_sizes(pairs)
-                result, model = self.real.check(pc, [*extra, *fixes], self._timeout(), self.rlimit // 4)
-                if model is not None:
-                    self.stats.cheap_answers += 1
-                    self.models.insert(0, _Model(model))
-                    del self.models[6:]
-                    return True
+                for size in (64, 1):
+                    self.stats.solver_calls += 1
+                    fixes = self._typical_sizes(pairs, size)
+                    result, model = self.real.check(pc, [*extra, *fixes], self._timeout(), self.rlimit // 8)
+                    if model is not None:
+                        self.stats.cheap_answers += 1
+                        self.models.insert(0, _Model(model))
+                        del self.models[6:]
+                        return True
                 self.stats.solver_calls += 1
             result, model = self.real.check(pc, extra, self._timeout(), self.rlimit)
             if model is not None:
@@ -652,6 +688,7 @@ class SymbolicExecutor:
         # (indirect, recursive, too deep, no body) are remembered with why.
         inlined = inline_calls(module, fn, CALL_DEPTH)
         self.not_followed = inlined.skipped
+        self.variables = variables(inlined.function)
         self.cfg: CFG = build_cfg(inlined.function)
         self.stats = Stats(
             instructions=len(self.cfg.instructions), blocks=len(self.cfg.blocks), loops=len(self.cfg.loops)
@@ -677,6 +714,7 @@ class SymbolicExecutor:
         self.loop_entries = 0
         self.partial: str | None = None
         self._load_funcs: dict[tuple[str, int, int, int], z3.FuncDeclRef] = {}
+        self._pointer_free: dict[int, dict[int, z3.ExprRef]] = {}  # width -> id -> term
 
     # ---- setup -------------------------------------------------------------
 
@@ -719,6 +757,10 @@ class SymbolicExecutor:
             st = self._st()
             key = (reg.name, reg.selector)
             value = st.env.get(key)
+            if value is None and reg.name in self.variables:
+                # A declared variable the parser took for a register (GCC's
+                # ``.param.u64 %P<2>``): its name denotes its address.
+                return _resize(self.dom, self.symbol_address(reg.name, 64), width)
             if value is None:
                 # Read before any write on this flow (or a loop-written register
                 # before its first write): an unknown initial value.
@@ -1057,14 +1099,17 @@ class SymbolicExecutor:
         parameter or symbol address of the address width, or a loaded value
         of that width."""
         width = e.size()
-        seen: set[int] = set()
+        # Subterms already known to hold no such base (kept alive with their
+        # ids): addresses share most of their terms, so later walks stop early.
+        clean = self._pointer_free.setdefault(width, {})
+        seen: dict[int, z3.ExprRef] = {}
         stack = [e]
         while stack:
             node = stack.pop()
             key = node.get_id()
-            if key in seen:
+            if key in seen or key in clean:
                 continue
-            seen.add(key)
+            seen[key] = node
             if z3.is_const(node) and not z3.is_bv_value(node):
                 name = node.decl().name()
                 if node.size() >= width and (name in self.param_names or name.startswith("&")):
@@ -1077,6 +1122,7 @@ class SymbolicExecutor:
             ):
                 return True
             stack.extend(node.children())
+        clean.update(seen)  # the whole walk found nothing: none of these hold one
         return False
 
     def _record(
@@ -1601,23 +1647,6 @@ def _split_symbol(address: BV) -> tuple[str | None, int]:
                 value -= 1 << b.size()
             return a.decl().name(), value
     return None, 0
-
-
-def _mentions(f: z3.ExprRef, sub: z3.ExprRef) -> bool:
-    """Whether ``sub`` occurs in ``f`` (a DAG walk)."""
-    target = sub.get_id()
-    seen: set[int] = set()
-    stack = [f]
-    while stack:
-        node = stack.pop()
-        key = node.get_id()
-        if key == target:
-            return True
-        if key in seen:
-            continue
-        seen.add(key)
-        stack.extend(node.children())
-    return False
 
 
 def _is_int_addsub(inst: ir.Instruction) -> bool:
