@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ptxasw import ir
-from ptxasw.driver.deadline import Deadline
-from ptxasw.ir.builder import AnalysisCache, FunctionBuilder
+from ptxasw.driver.deadline import MAX_LOGGED, Deadline
+from ptxasw.ir.builder import AnalysisCache, BuildError, FunctionBuilder
 from ptxasw.ir.printer import print_module
 from ptxasw.parser import parse_ptx
 from ptxasw.parser.frontend import load_parser
@@ -57,10 +57,13 @@ class FunctionPass(ABC):
     through the builder it is given and may return statistics. ``changed`` is
     whether the builder made any edit: a pass cannot claim a change it did not
     make, nor hide one. Past the pipeline's deadline the remaining functions
-    are skipped and logged, each left as it was.
+    are skipped and logged, each left as it was; so is a function on which the
+    pass raised `BuildError` (its edits are rolled back), unless ``strict``.
     """
 
     name: str = "function-pass"
+    #: Re-raise `BuildError` instead of rolling the function back (tests).
+    strict: bool = False
 
     def run(
         self, module: ir.Module, analyses: AnalysisCache | None = None, deadline: Deadline | None = None
@@ -68,6 +71,7 @@ class FunctionPass(ABC):
         analyses = AnalysisCache() if analyses is None else analyses
         deadline = Deadline() if deadline is None else deadline
         stats: dict[str, Any] = {}
+        failed: list[str] = []
         edits = functions = 0
         for fn in module.functions:
             if fn.body is None or not self.wants(fn):
@@ -76,11 +80,22 @@ class FunctionPass(ABC):
                 deadline.skip(self.name, fn.name, "PTXASW_TIMEOUT deadline reached")
                 continue
             builder = FunctionBuilder(fn, module, analyses)
-            for key, value in (self.run_on_function(fn, builder) or {}).items():
+            try:
+                result = self.run_on_function(fn, builder)
+            except BuildError as exc:
+                if self.strict:
+                    raise
+                # A bug in the pass on this function: leave it as it was and go on.
+                builder.rollback()
+                failed.append(f"{fn.name}: {exc}")
+                continue
+            for key, value in (result or {}).items():
                 stats[key] = stats.get(key, 0) + value if isinstance(value, int | float) else value
             functions += 1
             edits += builder.edits
         record = {"functions": functions, "edits": edits, **stats, **deadline.record(self.name)}
+        if failed:
+            record.update(failed=len(failed), failed_names=failed[:MAX_LOGGED])
         return PassResult(edits > 0, record)
 
     def wants(self, fn: ir.Function) -> bool:

@@ -166,12 +166,13 @@ class AnalysisCache:
         """Tell ``cache`` about every instruction later removed from ``fn``."""
         self._entry(fn).instruction_caches.append(cache)
 
-    def invalidate(self, fn: Function, removed: Sequence[Instruction] = ()) -> None:
-        """Record an edit of ``fn``: a new epoch, no results, ``removed`` forgotten."""
+    def invalidate(self, fn: Function, removed: Sequence[Instruction] = (), *, edit: bool = True) -> None:
+        """Record a change of ``fn``: a new epoch, no results, ``removed`` forgotten.
+        ``edit`` counts it in `edits` (a rollback changes code but edits nothing)."""
         entry = self._entry(fn)
         entry.epoch += 1
         entry.results.clear()
-        self.edits += 1
+        self.edits += edit
         if removed:
             for cache in entry.instruction_caches:
                 cache.forget(removed)
@@ -340,6 +341,8 @@ class FunctionBuilder:
         self.analyses = analyses if analyses is not None else AnalysisCache()
         self.prefix = prefix
         self.edits = 0
+        self._undo: list[Callable[[], None]] = []
+        self._added: list[Instruction] = []
         self._scope = _Scope(fn, module)
         self._counters: dict[str, int] = {}
 
@@ -390,10 +393,15 @@ class FunctionBuilder:
         stmts = self._fresh_statements(new)
         if isinstance(old, Label):
             self._check_unreferenced(old)
-        pos.body[pos.index : pos.index + 1] = stmts
+        body, index = pos.body, pos.index
+        body[index : index + 1] = stmts
         for s in stmts:
             self._scope_add(s)
-        self._edited(_instructions_of([old]))
+
+        def undo() -> None:
+            body[index : index + len(stmts)] = [old]
+
+        self._edited(undo, removed=_instructions_of([old]), added=_instructions_of(stmts))
 
     def remove(self, stmt: Statement) -> None:
         """Remove ``stmt``. A ``.loc`` that only described it goes too; a label
@@ -402,19 +410,29 @@ class FunctionBuilder:
         pos = self.position(stmt)
         if isinstance(stmt, Label):
             self._check_unreferenced(stmt)
-        del pos.body[pos.index]
-        i = pos.index
-        if i > 0 and isinstance(pos.body[i - 1], LocDirective):
-            following = pos.body[i] if i < len(pos.body) else None
+        body, i = pos.body, pos.index
+        del body[i]
+        gone: list[tuple[int, Statement]] = [(i, stmt)]
+        if i > 0 and isinstance(body[i - 1], LocDirective):
+            following = body[i] if i < len(body) else None
             if following is None or isinstance(following, LocDirective):
-                del pos.body[i - 1]
-        self._edited(_instructions_of([stmt]))
+                gone.insert(0, (i - 1, body.pop(i - 1)))
+
+        def undo() -> None:
+            for index, old in gone:
+                body.insert(index, old)
+
+        self._edited(undo, removed=_instructions_of([stmt]))
 
     def _insert(self, body: list[Statement], index: int, stmts: list[Statement]) -> None:
         body[index:index] = stmts
         for s in stmts:
             self._scope_add(s)
-        self._edited(())
+
+        def undo() -> None:
+            del body[index : index + len(stmts)]
+
+        self._edited(undo, added=_instructions_of(stmts))
 
     def _fresh_statements(self, new: Statement | Sequence[Statement]) -> list[Statement]:
         if isinstance(new, str):
@@ -447,9 +465,28 @@ class FunctionBuilder:
             if label.name in table.targets:
                 raise BuildError(f"label {label.name} is still in the table {table.label}")
 
-    def _edited(self, removed: Sequence[Instruction]) -> None:
+    def _edited(
+        self, undo: Callable[[], None], removed: Sequence[Instruction] = (), added: Sequence[Instruction] = ()
+    ) -> None:
         self.edits += 1
+        self._undo.append(undo)
+        self._added.extend(added)
         self.analyses.invalidate(self.fn, removed)
+
+    def rollback(self) -> None:
+        """Undo every edit of this builder, newest first: the body holds its
+        original statement objects again (a pass that fails half-way through
+        a function leaves it as it was). Analyses are invalidated, and the
+        edits no longer count as changes."""
+        if not self._undo:
+            return
+        for undo in reversed(self._undo):
+            undo()
+        self.analyses.invalidate(self.fn, self._added, edit=False)
+        self.analyses.edits -= self.edits
+        self.edits = 0
+        self._undo.clear()
+        self._added.clear()
 
     def hoist(self, decl: VarDecl) -> None:
         """Move a ``.reg`` declaration out of its nested block to the top level.
@@ -471,10 +508,17 @@ class FunctionBuilder:
             raise BuildError(
                 f"cannot hoist {', '.join(clash[:5])}: the name is declared elsewhere in {self.fn.name}"
             )
-        del pos.body[pos.index]
+        block_body, block_index = pos.body, pos.index
+        del block_body[block_index]
         body = self.fn.body.body  # type: ignore[union-attr]
-        body.insert(_declarations_end(body), decl)
-        self._edited(())
+        index = _declarations_end(body)
+        body.insert(index, decl)
+
+        def undo() -> None:
+            del body[index]
+            block_body.insert(block_index, decl)
+
+        self._edited(undo)
 
     # ---- names -------------------------------------------------------------------
     def fresh(self, typ: str, hint: str | None = None) -> Register:
@@ -496,9 +540,14 @@ class FunctionBuilder:
         name = f"{stem}{n}"
         decl = VarDecl(".reg", typ, [VarName(name)])
         body = self.fn.body.body  # type: ignore[union-attr]
-        body.insert(_declarations_end(body), decl)
-        self._scope._declare(name, typ)
-        self._edited(())
+        index = _declarations_end(body)
+        body.insert(index, decl)
+        self._scope._declare(name, typ)  # stays taken after a rollback: harmless
+
+        def undo() -> None:
+            del body[index]
+
+        self._edited(undo)
         return Register(name)
 
     def fresh_pred(self, hint: str | None = None) -> Register:
