@@ -374,6 +374,11 @@ def test_rollback_restores_the_original_statements() -> None:
     assert {id(i) for i in recorder.forgotten} >= {id(new_mov), id(copy)}
     b.rollback()  # nothing left to undo
     assert print_module(module) == original
+    # A removal that took its .loc along puts both back, in order.
+    b.remove(add)
+    assert ".loc 1 4 2" not in body_lines(module)
+    b.rollback()
+    assert print_module(module) == original and [id(s) for s in fn.body.body] == statements
 
 
 # --------------------------------------------------------------------------
