@@ -66,11 +66,11 @@ class _Val:
 
 
 def _unify(a: _Val, b: _Val) -> tuple[_Val, _Val, int]:
-    w = a.width or b.width
     if a.width == 0 and b.width == 0:
         return a, b, 0
-    if w == 0:
-        w = 1
+    # A predicate next to a bit-vector is the 1-bit value 0 or 1.
+    a, b = (_Val(x.value, 1) if x.width == 0 else x for x in (a, b))
+    w = a.width or b.width
     assert w is not None, "two literals: width unknown"
     return a.sized(w), b.sized(w), w
 
@@ -564,14 +564,51 @@ def test_shared_prefix_summary_counts_only_the_accesses_shown(tmp_path: Path) ->
     assert "accesses as in flow" not in only_global.output, only_global.output
 
 
-def test_json_terms_resolve_and_every_reference_is_defined() -> None:
-    result = _analysis()
+CHAIN = (
+    """
+.visible .entry chain(.param .u64 out)
+{
+    .reg .b32 %r<20>;
+    .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [out];
+    mov.u32 %r1, %tid.x;
+"""
+    + "".join(
+        f"    mul.lo.s32 %r{2 * k}, %r{2 * k - 1}, %r{2 * k - 1};\n"
+        f"    add.s32 %r{2 * k + 1}, %r{2 * k}, %r{2 * k - 1};\n"
+        for k in range(1, 8)
+    )
+    + """
+    mul.wide.u32 %rd2, %r15, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3], %r15;
+    ret;
+}
+"""
+)
+
+
+def test_shared_subterms_in_a_trace_are_named_and_mean_the_same() -> None:
+    """A value used twice per step (``x*x + x``, 7 steps): the trace names the
+    long shared subterms once, and with those definitions the store's address
+    and value evaluate to what the unshared rendering evaluates to."""
+    result = analyze_kernel(parse_ptx(HEADER + CHAIN, "<test>"), "chain")
+    (flow,) = result.flows
+    store = flow.trace[-1]
+    assert store.kind == "st" and store.value is not None and store.address is not None
     doc = json.loads(json.dumps(result.to_json()))
-    names = set(doc.get("terms", {}))
-    used = set()
-    for flow in doc["flows"]:
-        for a in flow["accesses"]:
-            for key in ("address", "value", "guard"):
-                if a[key]:
-                    used |= set(re.findall(r"\bt\d+\b", a[key]))
-    assert used <= names
+    terms = doc["terms"]
+    assert terms, "long subterms used more than once are named"
+    access = doc["flows"][0]["accesses"][-1]
+    refs = set(re.findall(r"\bt\d+\b", access["address"] + access["value"]))
+    assert refs and refs <= set(terms)
+    text = result.format()
+    assert all(f"let {name} = {body}" in text for name, body in terms.items())
+    names = {"param_out": "out"}
+    for tid in (0, 1, 5, 1000, 0xFFFFFFFF):
+        env = {"%tid.x": _Val(tid, 32), "out": _Val(0x1000, 64)}
+        for key, term in (("value", store.value), ("address", store.address)):
+            unshared = pretty(term, names=names, max_len=None)
+            shared = access[key].replace("load(param_out)", "out")
+            definitions = [(k, v.replace("load(param_out)", "out")) for k, v in terms.items()]
+            assert evaluate(shared, env, definitions).value == evaluate(unshared, env).value
