@@ -23,7 +23,9 @@ build (helpers behind calls), and GCC's OpenMP/OpenACC offload output of
 Per kernel it reports the analysis seconds (`analyze_kernel`, fastest of
 ``--repeat``), the whole ``ptxasw trace -k KERNEL FILE`` command run in this
 process (parse, analysis and text output; no interpreter start-up) and its
-ratio to the analysis, loads/stores, status and solver calls.
+ratio to the analysis, loads/stores, status and solver calls; and, apart
+(`render_seconds`), the seconds to render the analysis as text ("render s")
+and as serialised ``--json`` ("json s"), which should stay below the analysis.
 
 Goal (issue 6): every kernel under 1 s of analysis on the 2-core development
 machine, and the whole command under 1.5x the analysis. The paper's
@@ -47,7 +49,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from ptxasw.emulator.symbolic.executor import Budget, analyze_kernel  # noqa: E402
+from ptxasw.emulator.symbolic.executor import Budget, KernelAnalysis, analyze_kernel  # noqa: E402
 from ptxasw.parser import parse_file  # noqa: E402
 
 GOAL_SECONDS = 1.0
@@ -110,6 +112,18 @@ def command_seconds(path: Path, kernel: str, budget: float) -> float:
     return elapsed
 
 
+def render_seconds(result: KernelAnalysis) -> tuple[float, float]:
+    """Seconds to render one analysis as ``trace`` text and as ``--json``
+    (serialised), apart from the analysis: the render goal is to cost less
+    than the analysis."""
+    start = time.perf_counter()
+    result.format()
+    text = time.perf_counter() - start
+    start = time.perf_counter()
+    json.dumps(result.to_json())
+    return text, time.perf_counter() - start
+
+
 def demangle(names: list[str]) -> dict[str, str]:
     """C++ names as ``c++filt`` prints them, without parameter lists."""
     tool = shutil.which("c++filt")
@@ -146,6 +160,7 @@ def measure(files: list[Path], repeat: int, budget: Budget, command: bool = True
             loads, stores = best.counts()
             short = names[fn.name]
             whole = command_seconds(path, fn.name, budget.time_s) if command else None
+            render_text, render_json = render_seconds(best)
             rows.append(
                 {
                     "file": path.name,
@@ -163,6 +178,8 @@ def measure(files: list[Path], repeat: int, budget: Budget, command: bool = True
                     "command_seconds": whole,
                     "command_ratio": None if whole is None else whole / max(min(times), 1e-9),
                     "cheap_answers": best.stats.cheap_answers,
+                    "render_seconds": render_text,
+                    "render_json_seconds": render_json,
                     "stencil": is_stencil(path.name, short),
                 }
             )
@@ -185,6 +202,8 @@ def print_table(rows: list[dict[str, Any]]) -> None:
         ("seconds", "right"),
         ("command s", "right"),
         ("ratio", "right"),
+        ("render s", "right"),
+        ("json s", "right"),
     ):
         table.add_column(col, justify=justify)  # type: ignore[arg-type]
     for r in rows:
@@ -202,6 +221,8 @@ def print_table(rows: list[dict[str, Any]]) -> None:
             seconds,
             "-" if r["command_seconds"] is None else f"{r['command_seconds']:.3f}",
             "-" if r["command_ratio"] is None else f"{r['command_ratio']:.2f}",
+            f"{r['render_seconds']:.3f}",
+            f"{r['render_json_seconds']:.3f}",
         )
     console = Console(width=max(Console().width, 150))
     console.print(table)

@@ -30,6 +30,8 @@ GCC_SOURCES: tuple[tuple[str, str], ...] = (
     ("acc_kernels.c", "-fopenacc"),
     ("omp_target.c", "-fopenmp"),
     ("omp_realworld.c", "-fopenmp"),
+    # OpenACC: GCC's OpenMP kernels only call gomp_nvptx_main, the loop bodies sit in .funcs.
+    ("npb_bt.c", "-fopenacc"),
 )
 
 _CAPTURING_AS = """#!/bin/sh
