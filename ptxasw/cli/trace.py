@@ -6,10 +6,13 @@ symbolic addresses, in the style of the PTXASW paper's Listing 5::
 
     flow 0 [ret]
       if (%tid.x + %ctaid.x*%ntid.x) >= 0x1 && ...
-      #4 LD.global.32: 0x8 + load(param_0) + 0x4*(-0x1 + %tid.x + ...)  ; ld.global.nc.f32 ...
+      #4 LD.global.32: 0x8 + load(param_0) + 0x4*sext64(-0x1 + %tid.x + ...)  ; ld.global.nc.f32 ...
 
 or, with ``--json``, one JSON document with every flow, access, path
-condition and statistic (addresses also as SMT-LIB terms). A kernel whose
+condition and statistic (addresses also as SMT-LIB terms). The notation is
+exact (`ptxasw.emulator.symbolic.domain`: bit-vector arithmetic at the
+operands' width, extensions and slices written out); a long subterm used more
+than once prints once as ``let t1 = ...`` (JSON: ``terms``). A kernel whose
 budget ran out is reported as ``partial`` with the reason. Bad input is one
 line, ``file:line:col: message``, with exit status 1 (``PTXASW_DEBUG=1``
 shows a traceback for an internal error instead).
