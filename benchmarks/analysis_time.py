@@ -17,8 +17,10 @@ It also compiles the large real-world-shaped corpus kernels (``adi_solver.cu``:
 NPB-like ADI line solves along x, y, z and a pentadiagonal sweep;
 ``lbm_d2q9.cu``: LBM collide-stream and bounce-back; ``seismic25.cu``: the
 25-point 8th-order 3-D stencil, plain and z-marching), each also as a ``-G``
-build (helpers behind calls), and GCC's OpenMP/OpenACC offload output of
-``tests/corpus/gcc`` when gcc-12 with nvptx offloading is installed.
+build (helpers behind calls), GCC's OpenMP/OpenACC offload output of
+``tests/corpus/gcc`` when gcc-12 with nvptx offloading is installed, and
+clang-19's OpenMP offload output of ``omp_realworld.c`` (device-only,
+``-nogpulib``: no libomptarget device runtime here).
 
 Per kernel it reports the analysis seconds (`analyze_kernel`, fastest of
 ``--repeat``), the whole ``ptxasw trace -k KERNEL FILE`` command run in this
@@ -94,6 +96,29 @@ def gcc_sources(cache: Path) -> list[Path]:
     from tests.corpus.gcc import build_gcc_corpus
 
     return [f.ptx_path for f in build_gcc_corpus(cache)]
+
+
+def clang_openmp_sources(cache: Path, arch: str) -> list[Path]:
+    """clang-19's OpenMP target offload PTX of ``tests/corpus/gcc/omp_realworld.c``.
+
+    Device-only with ``-nogpulib``: the libomptarget device runtime bitcode
+    (``libomptarget-nvptx*.bc``) is not installed here, so the ``__kmpc_*``
+    runtime calls stay external and the kernels are ``partial`` with that reason.
+    """
+    clang = shutil.which("clang-19")
+    if clang is None:
+        return []
+    src = ROOT / "tests" / "corpus" / "gcc" / "omp_realworld.c"
+    ptx = cache / f"analysis_time.omp_realworld.clang.{arch}.ptx"
+    if not ptx.exists() or ptx.stat().st_mtime < src.stat().st_mtime:
+        cmd = [clang, "-O2", "-fopenmp", f"--offload-arch={arch}", "--offload-device-only", "-nogpulib", "-S"]
+        cuda = Path("/usr/local/cuda")
+        if cuda.is_dir():
+            cmd.append(f"--cuda-path={cuda}")
+        done = subprocess.run([*cmd, str(src), "-o", str(ptx)], capture_output=True, check=False)
+        if done.returncode != 0:
+            return []
+    return [ptx]
 
 
 def command_seconds(path: Path, kernel: str, budget: float) -> float:
@@ -259,6 +284,7 @@ def main(argv: list[str] | None = None) -> int:
         files = compile_sources(cache, args.arch)
         if not args.no_gcc:
             files += gcc_sources(cache)
+        files += clang_openmp_sources(cache, args.arch)
     budget = Budget(time_s=args.time_budget)
     rows = measure(files, max(1, args.repeat), budget, command=not args.no_command)
     if args.json:
