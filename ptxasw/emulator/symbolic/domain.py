@@ -500,9 +500,7 @@ def _fp_name(op: FpOp, widths: tuple[int, ...]) -> str:
 # alive for the same reason.
 
 
-def pretty(
-    e: z3.ExprRef, show_ext: bool = True, names: dict[str, str] | None = None, max_len: int | None = 4000
-) -> str:
+def pretty(e: z3.ExprRef, names: dict[str, str] | None = None, max_len: int | None = 4000) -> str:
     """A compact infix rendering: hex constants, ``a + b - c``, ``4*x``,
     ``sext64(i)``, uninterpreted applications as ``f(args)``. ``names``
     renames symbols for display (``param_0`` -> ``load(param_0)``).
@@ -510,10 +508,8 @@ def pretty(
     ``max_len`` caps the text of every subterm (cut, ending in ``...``): Z3
     terms are DAGs, and a chain of values each used twice would otherwise
     print exponentially long. Traces avoid the cut by naming shared subterms
-    (`Printer` with ``share_min``). ``show_ext`` is accepted for
-    compatibility; extensions are always shown since leaving them out
-    changes what the text means."""
-    del show_ext
+    (`Printer` with ``share_min``). Extensions are always shown: leaving
+    them out changes what the text means."""
     return Printer(names, max_len=max_len).text(e)
 
 
@@ -541,7 +537,17 @@ class Printer:
         self._uses: dict[int, int] = {}
         self._counted: dict[int, z3.ExprRef] = {}
         self._named: dict[int, str] = {}
+        self._children: dict[int, list[z3.ExprRef]] = {}
         self.definitions: list[tuple[str, str]] = []
+
+    def _kids(self, e: z3.ExprRef) -> list[z3.ExprRef]:
+        """``e.children()``, once per term: each call builds new Python objects."""
+        key = e.get_id()
+        kids = self._children.get(key)
+        if kids is None:
+            kids = e.children() if z3.is_app(e) else []
+            self._children[key] = kids
+        return kids
 
     # ---- sharing ---------------------------------------------------------
     def count_uses(self, roots: Iterable[z3.ExprRef]) -> None:
@@ -559,7 +565,7 @@ class Printer:
             node = stack.pop()
             if not z3.is_app(node):
                 continue
-            for child in node.children():
+            for child in self._kids(node):
                 key = child.get_id()
                 uses[key] = uses.get(key, 0) + 1
                 if key not in visited:
@@ -589,7 +595,7 @@ class Printer:
                 self._store(node, self._render(node))
                 continue
             stack.append((node, True))
-            stack.extend((c, False) for c in reversed(node.children()) if c.get_id() not in self._text)
+            stack.extend((c, False) for c in reversed(self._kids(node)) if c.get_id() not in self._text)
         return self._text[e.get_id()][1]
 
     def _store(self, e: z3.ExprRef, text: str) -> None:
@@ -633,7 +639,7 @@ class Printer:
             name = e.decl().name()
             return self.names.get(name, name)
         kind = e.decl().kind()
-        args = e.children()
+        args = self._kids(e)
         if kind == z3.Z3_OP_BADD:
             return self._sum(args)
         if kind == z3.Z3_OP_BMUL:

@@ -52,6 +52,16 @@ def to_json(analysis: KernelAnalysis, spaces: Iterable[str] | None = None) -> di
     def text(e: z3.ExprRef | None) -> str | None:
         return None if e is None else printer.text(e)
 
+    smt: dict[int, tuple[z3.ExprRef, str]] = {}  # forked flows repeat their parents' accesses
+
+    def sexpr(e: z3.ExprRef | None) -> str | None:
+        if e is None:
+            return None
+        hit = smt.get(e.get_id())
+        if hit is None:
+            hit = smt[e.get_id()] = (e, e.sexpr())
+        return hit[1]
+
     flows = []
     for flow, accesses in shown:
         flows.append(
@@ -71,7 +81,7 @@ def to_json(analysis: KernelAnalysis, spaces: Iterable[str] | None = None) -> di
                         "space": a.space,
                         "bytes": a.nbytes,
                         "address": text(a.address),
-                        "address_smt": None if a.address is None else a.address.sexpr(),
+                        "address_smt": sexpr(a.address),
                         "value": text(a.value),
                         "guard": text(a.guard),
                         "instruction": format_instruction(a.inst).strip(),
