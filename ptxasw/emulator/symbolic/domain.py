@@ -434,7 +434,8 @@ class SymbolicDomain:
         return self.lanes.read(value, src)
 
     def lane_ballot(self, pred: BV, part: BV) -> BV:
-        """Expanded over the 32 lanes: exact, 32 substitutions of ``pred``."""
+        """Opaque (a function of ``pred`` and ``part``) unless the lane model
+        expands it over the 32 lanes; the same for matches and reductions."""
         return self.lanes.ballot(pred, part)
 
     def lane_match(self, value: BV, part: BV) -> BV:

@@ -862,9 +862,14 @@ class SymbolicExecutor:
     def warp(self, inst: ir.Instruction, operands: list[BV], cond: BV | None) -> list[BV]:
         """The shared collectives over the lane model: a value in another lane
         is the expression with that lane's thread ids (`LaneModel`). The warp
-        is taken as converged: its active lanes are those that exist."""
+        is taken as converged: its active lanes are those that exist. A
+        ``.sync`` form names its lanes in its member mask, which PTX requires
+        to be active, so there the active mask adds nothing and is left out
+        (all ones) to keep the terms small."""
         self._sym("%laneid")  # its tie to %tid enters the solver
-        return warp_collective(self.dom, inst, operands, cond, self.dom.lanes.existing())
+        synced = inst.has(".sync") and inst.opcode != "activemask"
+        active = self.dom.const(0xFFFFFFFF, 32) if synced else self.dom.lanes.existing()
+        return warp_collective(self.dom, inst, operands, cond, active)
 
     def barrier(self, inst: ir.Instruction, cond: BV | None) -> None:
         st = self._st()
@@ -1606,8 +1611,6 @@ class SymbolicExecutor:
 # Small helpers
 
 
-def _reg_text(reg: ir.Register) -> str:
-    return reg.name if reg.selector is None else f"{reg.name}.{reg.selector}"
 def _perf_shape(fn: ir.Function, directive: str) -> tuple[int, int, int] | None:
     """The block shape a ``.reqntid``/``.maxntid`` directive names (missing dimensions are 1)."""
     for d in fn.directives:
@@ -1621,6 +1624,8 @@ def _product(shape: tuple[int, int, int]) -> int:
     return shape[0] * shape[1] * shape[2]
 
 
+def _reg_text(reg: ir.Register) -> str:
+    return reg.name if reg.selector is None else f"{reg.name}.{reg.selector}"
 
 
 def _resize(dom: SymbolicDomain, value: BV, width: int) -> BV:

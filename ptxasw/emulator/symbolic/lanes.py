@@ -19,13 +19,20 @@ and claiming nothing else. Loop iteration counters (``iter_*``) are taken to
 be warp-uniform: a ``.sync`` collective executes with its lanes converged,
 in the same iteration.
 
-Ballots, matches and reductions expand over the 32 lanes (one substitution
-each): exact, and evaluable lane by lane, at 32 times the expression size.
+Ballots, matches and reductions are opaque by default: uninterpreted
+functions of the value and the lane mask (``lane_ballot32(p, mask)``,
+``lane_add32(v, mask)``...), so the same collective of the same value is the
+same term and nothing else is claimed; the analysis stays as fast as when
+these were fresh values. With ``expand=True`` they expand over the 32 lanes
+(one substitution each): exact and evaluable lane by lane, at 32 times the
+expression size and far more solver work; the agreement tests use that.
+Shuffles are always exact: one substitution.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import z3
 
@@ -46,27 +53,51 @@ class LaneModel:
 
     ``block``: the exact shape (``.reqntid``), dimensions past those given
     being 1; None when unknown. With it, ``%ntid`` are constants and a
-    dimension of 1 has ``%tid`` 0.
+    dimension of 1 has ``%tid`` 0. ``expand``: ballots, matches and
+    reductions as exact 32-lane expansions instead of opaque functions.
     """
 
-    def __init__(self, block: tuple[int, int, int] | None = None) -> None:
+    def __init__(self, block: tuple[int, int, int] | None = None, expand: bool = False) -> None:
         self.block = block
-        self._opaque: dict[int, z3.FuncDeclRef] = {}
+        self.expand = expand
+        self._functions: dict[str, z3.FuncDeclRef] = {}
+        # Classification of terms by Z3 id (see `_classify`); the roots are kept
+        # alive so that no id is reused while its entry is here.
+        self._kinds: dict[int, int] = {}
+        self._roots: list[z3.ExprRef] = []
+        # Terms built once: building Z3 terms from Python is what costs here.
+        self._ntid = {s: self._make_ntid(s) for s in _DIMS}
+        self._tid = {s: self._make_tid(s) for s in _DIMS}
+        self._laneid = z3.BitVec("%laneid", 32)
+        x, y, z = (self._tid[s] for s in _DIMS)
+        self._linear = z3.simplify(x + self._ntid["x"] * (y + self._ntid["y"] * z))
+        size = self._ntid["x"] * self._ntid["y"] * self._ntid["z"]
+        # Threads of the warp from this lane's lane 0 on: lane l exists iff l < remaining.
+        self._remaining = z3.simplify(size - (self._linear - self._laneid))
+        self._pairs: dict[int, list[tuple[BV, BV]]] = {}
 
     # ---- the thread's ids --------------------------------------------------------------------
-    def ntid(self, sel: str) -> BV:
+    def _make_ntid(self, sel: str) -> BV:
         if self.block is not None:
             return z3.BitVecVal(self.block[_DIMS.index(sel)], 32)
         return z3.BitVec(f"%ntid.{sel}", 32)
 
-    def tid(self, sel: str) -> BV:
+    def _make_tid(self, sel: str) -> BV:
         if self.block is not None and self.block[_DIMS.index(sel)] == 1:
             return z3.BitVecVal(0, 32)
         return z3.BitVec(f"%tid.{sel}", 32)
 
+    def ntid(self, sel: str) -> BV:
+        """``%ntid.<sel>``: a constant when the block shape is known."""
+        return self._ntid[sel]
+
+    def tid(self, sel: str) -> BV:
+        """``%tid.<sel>``: 0 in a dimension the known shape makes 1."""
+        return self._tid[sel]
+
     @property
     def laneid(self) -> BV:
-        return z3.BitVec("%laneid", 32)
+        return self._laneid
 
     @property
     def rows_whole(self) -> bool:
@@ -77,55 +108,60 @@ class LaneModel:
 
     def linear(self) -> BV:
         """The thread's linear id in its block."""
-        x, y, z = (self.tid(s) for s in _DIMS)
-        return z3.simplify(x + self.ntid("x") * (y + self.ntid("y") * z))
+        return self._linear
 
     def lane_of_thread(self) -> BV:
         """What ``%laneid`` equals, in terms of ``%tid`` (an axiom of the executor)."""
         if self.rows_whole:
-            return z3.simplify(self.tid("x") & 31)
-        return z3.simplify(z3.URem(self.linear(), 32))
+            return z3.simplify(self._tid["x"] & 31)
+        # linear % 32 needs only the low 5 bits of every factor: 5-bit
+        # multiplications, which the solver bit-blasts cheaply.
+        x, y, z = (z3.Extract(4, 0, self._tid[s]) for s in _DIMS)
+        nx, ny = (z3.Extract(4, 0, self._ntid[s]) for s in ("x", "y"))
+        return z3.simplify(z3.ZeroExt(27, x + nx * (y + ny * z)))
 
     # ---- another lane ------------------------------------------------------------------------
     def thread_in_lane(self, src: BV) -> list[tuple[BV, BV]]:
         """Substitution pairs from this thread's ids to those of lane ``src``'s thread."""
-        lane = self.laneid
+        key = src.as_long() if z3.is_bv_value(src) else None
+        if key is not None and key in self._pairs:
+            return self._pairs[key]
+        lane = self._laneid
         pairs: list[tuple[BV, BV]] = [(lane, src)]
         if self.rows_whole:
-            pairs.append((z3.BitVec("%tid.x", 32), z3.simplify(self.tid("x") - lane + src)))
+            pairs.append((self._tid["x"], z3.simplify(self._tid["x"] - lane + src)))
         else:
-            other = self.linear() - lane + src
-            nx, ny = self.ntid("x"), self.ntid("y")
+            other = self._linear - lane + src
+            nx, ny = self._ntid["x"], self._ntid["y"]
             ids = {
                 "x": z3.URem(other, nx),
                 "y": z3.URem(z3.UDiv(other, nx), ny),
                 "z": z3.UDiv(other, nx * ny),
             }
             for sel in _DIMS:
-                if not z3.is_bv_value(self.tid(sel)):
-                    pairs.append((z3.BitVec(f"%tid.{sel}", 32), z3.simplify(ids[sel])))
+                if not z3.is_bv_value(self._tid[sel]):
+                    pairs.append((self._tid[sel], z3.simplify(ids[sel])))
         one = z3.BitVecVal(1, 32)
         eq = one << src
         masks = {"eq": eq, "lt": eq - 1, "le": (eq << 1) - 1, "gt": ~((eq << 1) - 1), "ge": ~(eq - 1)}
         pairs.extend((z3.BitVec(f"%lanemask_{k}", 32), z3.simplify(masks[k])) for k in _LANEMASKS)
+        if key is not None:
+            self._pairs[key] = pairs
         return pairs
 
     def exists(self, src: BV) -> z3.BoolRef:
         """Whether lane ``src`` of this warp holds a thread (a partial last warp has fewer)."""
         if self.rows_whole:
             return z3.BoolVal(True)
-        size = self.ntid("x") * self.ntid("y") * self.ntid("z")
-        return z3.simplify(z3.ULT(self.linear() - self.laneid + src, size))
+        return z3.simplify(z3.ULT(src, self._remaining))
 
     def existing(self) -> BV:
         """The 32-bit mask of lanes that hold a thread: the active lanes of a converged warp."""
         if self.rows_whole:
             return z3.BitVecVal(0xFFFFFFFF, 32)
-        bits = [
-            z3.If(self.exists(z3.BitVecVal(lane, 32)), z3.BitVecVal(1, 1), z3.BitVecVal(0, 1))
-            for lane in range(LANES)
-        ]
-        return z3.simplify(z3.Concat(*reversed(bits)))
+        rem = self._remaining
+        low = (z3.BitVecVal(1, 32) << rem) - 1
+        return z3.simplify(z3.If(z3.ULT(rem, 32), low, z3.BitVecVal(0xFFFFFFFF, 32)))
 
     def read(self, value: BV, src: BV) -> BV:
         """``value`` in lane ``src`` (see the module docstring)."""
@@ -134,12 +170,10 @@ class LaneModel:
     def _mover(self, value: BV) -> Callable[[BV], BV]:
         """``src -> value in lane src``; the DAG walk that classifies ``value``
         is done once, whatever number of lanes it is then moved to."""
-        variables, functions = _free_names(value)
-        if any(_per_thread_variable(n) for n in variables) or any(
-            n.startswith(_PER_THREAD_FUNCS) for n in functions
-        ):
-            return lambda src: self._opaque_read(value, src)
-        if not variables & _PER_LANE_NAMES:
+        kind = self._classify(value)
+        if kind & _PER_THREAD:
+            return lambda src: self._opaque("lane_read", value, src)
+        if not kind & _PER_LANE:
             return lambda src: value  # the same in every lane
 
         def move(src: BV) -> BV:
@@ -151,14 +185,67 @@ class LaneModel:
 
         return move
 
-    def _opaque_read(self, value: BV, src: BV) -> BV:
+    def _opaque(self, name: str, value: BV, arg: BV) -> BV:
+        """``name<w>(value, arg)``: an uninterpreted function, so equal inputs
+        give equal results and nothing else is claimed."""
         w = value.size()
-        fn = self._opaque.get(w)
+        key = f"{name}{w}"
+        fn = self._functions.get(key)
         if fn is None:
-            fn = self._opaque[w] = z3.Function(
-                f"lane_read{w}", z3.BitVecSort(w), z3.BitVecSort(32), z3.BitVecSort(w)
+            fn = self._functions[key] = z3.Function(
+                key,
+                z3.BitVecSort(w),
+                z3.BitVecSort(arg.size()),
+                z3.BitVecSort(w if name != "lane_ballot" else 32),
             )
-        return fn(value, src)  # type: ignore[return-value]
+        return fn(value, arg)  # type: ignore[return-value]
+
+    def _classify(self, e: z3.ExprRef) -> int:
+        """`_PER_LANE` if ``e`` mentions the thread's ids, `_PER_THREAD` if it
+        holds a per-thread unknown (a variable other than the uniform ones, or
+        a ``.local`` load). Walks the DAG once per new node, through Z3's C
+        API (the Python wrappers cost ten times more per node)."""
+        ctx = e.ctx.ref()
+        kinds = self._kinds
+        root = e.as_ast()
+        root_id = z3.Z3_get_ast_id(ctx, root)
+        if root_id in kinds:
+            return kinds[root_id]
+        self._roots.append(e)
+        stack: list[tuple[Any, bool]] = [(root, False)]
+        while stack:
+            node, done = stack.pop()
+            nid = z3.Z3_get_ast_id(ctx, node)
+            if nid in kinds and not done:
+                continue
+            if z3.Z3_get_ast_kind(ctx, node) != z3.Z3_APP_AST:
+                kinds[nid] = 0
+                continue
+            app = z3.Z3_to_app(ctx, node)
+            n = z3.Z3_get_app_num_args(ctx, app)
+            args = [z3.Z3_get_app_arg(ctx, app, i) for i in range(n)]
+            if not done:
+                stack.append((node, True))
+                stack.extend((a, False) for a in args if z3.Z3_get_ast_id(ctx, a) not in kinds)
+                continue
+            kind = 0
+            for a in args:
+                kind |= kinds[z3.Z3_get_ast_id(ctx, a)]
+            decl = z3.Z3_get_app_decl(ctx, app)
+            if z3.Z3_get_decl_kind(ctx, decl) == z3.Z3_OP_UNINTERPRETED:
+                name = z3.Z3_get_symbol_string(ctx, z3.Z3_get_decl_name(ctx, decl))
+                if n == 0:
+                    kind |= (
+                        _PER_LANE
+                        if name in _PER_LANE_NAMES
+                        else _PER_THREAD
+                        if _per_thread_variable(name)
+                        else 0
+                    )
+                elif name.startswith(_PER_THREAD_FUNCS):
+                    kind |= _PER_THREAD
+            kinds[nid] = kind
+        return kinds[root_id]
 
     # ---- expansions over the 32 lanes ----------------------------------------------------------
     def each_lane(self, value: BV) -> list[BV]:
@@ -167,6 +254,8 @@ class LaneModel:
         return [move(z3.BitVecVal(lane, 32)) for lane in range(LANES)]
 
     def ballot(self, pred: BV, part: BV) -> BV:
+        if not self.expand:
+            return self._opaque("lane_ballot", pred, part)
         bits = [
             z3.If(z3.And(z3.Extract(lane, lane, part) == 1, v == 1), z3.BitVecVal(1, 1), z3.BitVecVal(0, 1))
             for lane, v in enumerate(self.each_lane(pred))
@@ -174,6 +263,8 @@ class LaneModel:
         return z3.simplify(z3.Concat(*reversed(bits)))
 
     def match(self, value: BV, part: BV) -> BV:
+        if not self.expand:
+            return self._opaque("lane_match", value, part)
         bits = [
             z3.If(
                 z3.And(z3.Extract(lane, lane, part) == 1, v == value), z3.BitVecVal(1, 1), z3.BitVecVal(0, 1)
@@ -183,16 +274,22 @@ class LaneModel:
         return z3.simplify(z3.Concat(*reversed(bits)))
 
     def reduce(self, op: str, value: BV, part: BV) -> BV:
+        if op not in _COMBINE:
+            raise NotImplementedError(f"lane reduction {op}")
+        if not self.expand:
+            return self._opaque(f"lane_{op}", value, part)
         w = value.size()
         identity = {"and": -1, "umin": -1, "smin": (1 << (w - 1)) - 1, "smax": 1 << (w - 1)}.get(op, 0)
         result: BV = z3.BitVecVal(identity % (1 << w), w)
-        combine = _COMBINE.get(op)
-        if combine is None:
-            raise NotImplementedError(f"lane reduction {op}")
+        combine = _COMBINE[op]
         for lane, v in enumerate(self.each_lane(value)):
             result = z3.If(z3.Extract(lane, lane, part) == 1, combine(result, v), result)
         return z3.simplify(z3.If(part == 0, z3.BitVecVal(0, w), result))
 
+
+# Flags of `LaneModel._classify`.
+_PER_LANE = 1
+_PER_THREAD = 2
 
 _PER_LANE_NAMES = frozenset(
     {"%laneid", *(f"%tid.{s}" for s in _DIMS), *(f"%lanemask_{k}" for k in _LANEMASKS)}
@@ -214,20 +311,3 @@ def _per_thread_variable(name: str) -> bool:
     """A variable that may differ between threads and is not a thread id:
     fresh values (``name!n``), registers read before written, loop values."""
     return "!" in name or not name.startswith(_UNIFORM_PREFIXES)
-
-
-def _free_names(e: z3.ExprRef) -> tuple[set[str], set[str]]:
-    """Names of the uninterpreted constants and of the uninterpreted functions in ``e``."""
-    seen: set[int] = set()
-    variables: set[str] = set()
-    functions: set[str] = set()
-    stack = [e]
-    while stack:
-        node = stack.pop()
-        if node.get_id() in seen:
-            continue
-        seen.add(node.get_id())
-        if z3.is_app(node) and node.decl().kind() == z3.Z3_OP_UNINTERPRETED:
-            (variables if node.num_args() == 0 else functions).add(node.decl().name())
-        stack.extend(node.children())
-    return variables, functions
