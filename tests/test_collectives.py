@@ -136,15 +136,15 @@ def test_lane_primitives_agree(block: tuple[int, int, int], warp: int, known: bo
         member = w.uniform(w.rng.getrandbits(32) & w.active, 32)
         w.check(lambda d, x, m: d.lane_ballot(x, m), w.value(1), member, what="ballot")
         w.check(lambda d, x, m: d.lane_match(x, m), w.value(32, distinct=3), member, what="match")
-        op = w.rng.choice(["add", "and", "or", "xor", "smin", "smax", "umin", "umax"])
-        w.check(lambda d, x, m, op=op: d.lane_reduce(op, x, m), v, member, what=op)
+        for op in ("add", "and", "or", "xor", "smin", "smax", "umin", "umax"):
+            w.check(lambda d, x, m, op=op: d.lane_reduce(op, x, m), v, member, what=op)
 
 
 @pytest.mark.parametrize(("block", "warp", "known"), SHAPES)
 def test_collectives_agree(block: tuple[int, int, int], warp: int, known: bool) -> None:
     w = Warp(block, warp, known, seed=2)
     compared = 0
-    for trial in range(2):
+    for trial in range(3):
         v = w.value(32)
         # b per lane (shfl reads it per lane) or uniform; c of random clamp and segment.
         b = w.value(32, distinct=40) if trial % 2 else w.uniform(trial * 3, 32)
