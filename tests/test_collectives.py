@@ -285,6 +285,33 @@ def test_atomic_rounds_keep_lane_order() -> None:
     assert lane_order_rounds([]) == []
 
 
+@pytest.mark.parametrize("op", ["add", "and", "or", "xor", "min", "max", "inc", "cas", "exch"])
+@pytest.mark.parametrize("ptx_type", [".u32", ".s32", ".u64"])
+def test_apply_in_lane_order_is_the_sequential_order(op: str, ptx_type: str) -> None:
+    """Rounds and prefix scans give every lane the old value of a plain loop over the lanes."""
+    from ptxasw.emulator.concrete.atomics import apply_in_lane_order, atomic_function, atomic_words, scannable
+
+    nbytes = 8 if ptx_type.endswith("64") else 4
+    update = atomic_words(op, ptx_type, nbytes)
+    one = atomic_function(op, ptx_type, nbytes)
+    assert update is not None and one is not None
+    rng = random.Random(hash((op, ptx_type)) & 0xFFFF)
+    for words in (1, 3, 32):
+        word = np.array([rng.randrange(words) for _ in range(32)], dtype=np.int64)
+        init = np.array([rng.getrandbits(nbytes * 8) for _ in range(words)], dtype=np.uint64)
+        b = np.array([rng.getrandbits(nbytes * 8) for _ in range(32)], dtype=np.uint64)
+        c = np.array([rng.getrandbits(nbytes * 8) for _ in range(32)], dtype=np.uint64)
+        if op == "cas":
+            b[::3] = init[word[::3]]
+        memory = [int(v) for v in init]
+        want_olds = []
+        for i in range(32):
+            want_olds.append(memory[word[i]])
+            memory[word[i]] = one(memory[word[i]], int(b[i]), int(c[i]))
+        olds, finals = apply_in_lane_order(update, scannable(op, ptx_type), init, word, b, c)
+        assert olds.tolist() == want_olds and finals.tolist() == memory, words
+
+
 def test_bar_reduce() -> None:
     c = ConcreteDomain(32)
     warps = [(c.const(0b1011, 32), c.const(0b1111, 32)), (c.const(0xFFFF, 32), c.const(0xFFFF, 32))]

@@ -84,7 +84,7 @@ from itertools import product
 import numpy as np
 
 from ptxasw import ir
-from ptxasw.emulator.concrete.atomics import WordUpdate, atomic_words, lane_order_rounds
+from ptxasw.emulator.concrete.atomics import WordUpdate, apply_in_lane_order, atomic_words, scannable
 from ptxasw.emulator.concrete.decode import (
     BAR_ARRIVE,
     BAR_RED,
@@ -423,7 +423,7 @@ class WarpMachine:
         addrs = address.data[lanes]
         b = operands[0].data[lanes] if operands else np.zeros(lanes.size, dtype=np.uint64)
         c = operands[1].data[lanes] if len(operands) > 1 else b
-        olds = self.launch.atomic(inst, space, addrs, lanes, nbytes, fn, b, c)
+        olds = self.launch.atomic(inst, space, addrs, lanes, nbytes, fn, scannable(op, ptx_type), b, c)
         out[lanes] = olds
         return Bits(out, nbytes * 8)
 
@@ -663,6 +663,7 @@ class _Launch:
         lanes: np.ndarray,
         nbytes: int,
         fn: WordUpdate,
+        scan: bool,
         b: np.ndarray,
         c: np.ndarray,
     ) -> np.ndarray:
@@ -676,16 +677,16 @@ class _Launch:
                 for pos, k in zip(np.flatnonzero(sel), idx, strict=True):
                     views[pos] = view
                     idxs[pos] = k
-        olds = np.zeros(addrs.size, dtype=np.uint64)
+        # The distinct words, in order of first use, and which one each lane updates.
         mask = np.uint64(width_mask(nbytes * 8))
-        for rnd in lane_order_rounds([(id(views[i]), int(idxs[i])) for i in range(addrs.size)]):
-            for view_id in dict.fromkeys(id(views[i]) for i in rnd):
-                sel = np.array([i for i in rnd if id(views[i]) == view_id], dtype=np.int64)
-                view = views[int(sel[0])]
-                k = idxs[sel]
-                old = view[k].astype(np.uint64) & mask
-                view[k] = (fn(old, b[sel] & mask, c[sel] & mask) & mask).astype(view.dtype)
-                olds[sel] = old
+        words: dict[tuple[int, int], int] = {}
+        keys = [(id(views[i]), int(idxs[i])) for i in range(addrs.size)]
+        word = np.array([words.setdefault(key, len(words)) for key in keys], dtype=np.int64)
+        first = np.array([int(np.flatnonzero(word == w)[0]) for w in range(len(words))], dtype=np.int64)
+        init = np.array([int(views[i][idxs[i]]) for i in first], dtype=np.uint64) & mask
+        olds, finals = apply_in_lane_order(fn, scan, init, word, b & mask, c & mask)
+        for w, i in enumerate(first):
+            views[i][idxs[i]] = int(finals[w] & mask)
         return olds
 
     def read_bytes(self, lane: int, address: int, n: int) -> bytes:
