@@ -32,6 +32,7 @@ from ptxasw.emulator.symbolic.lanes import LaneModel
 from ptxasw.ir.isa import type_bits
 
 __all__ = [
+    "Printer",
     "SymbolicDomain",
     "as_bool",
     "const_value",
@@ -495,7 +496,9 @@ def _fp_name(op: FpOp, widths: tuple[int, ...]) -> str:
 # operands (wrapping), and widths change only where the text says so:
 # ``zext64(x)``, ``sext64(x)``, ``x[7:0]``, ``concat(a, b)``. Unsigned
 # operators carry a ``u`` (``<u``, ``/u``, ``>>u``); plain ``<``, ``/``, ``>>``
-# are signed. Constants are hex, negative when their top bit is set. A
+# are signed. Constants are hex, negative when their top bit is set; inside
+# ``concat`` (where nothing else gives their width) they are sized as in
+# Verilog, ``7'h7f``. A comparison used as a value is the 1-bit 0 or 1. A
 # rendering never builds Z3 terms (temporaries would be collected and their
 # ids reused under a cache keyed by id), and every cache entry keeps its term
 # alive for the same reason.
