@@ -128,6 +128,12 @@ def test_loads_in_a_called_function_are_reported_with_the_callee_line() -> None:
         i for i, line in enumerate((HEADER + CALLER).splitlines(), 1) if "ld.global.u32" in line
     )
     assert {a.inst.loc.line for a in loads} == {callee_line}
+    # The access names the module's instruction (what a rewrite edits), not an inlined copy.
+    helper = module(CALLER).function("get")
+    assert all(
+        a.inst == next(i for i in helper.instructions() if i.opcode == "ld" and ".global" in i.modifiers)
+        for a in loads
+    )
     # Arguments are bound through the .param slots: the two calls read
     # param_0[tid.x] and param_0[tid.x + 1], 4 bytes apart.
     a, b = loads

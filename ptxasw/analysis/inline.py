@@ -91,11 +91,15 @@ class Inlined:
     ``function``: the kernel with its calls inlined (a new `ir.Function`; the
     input is not modified). ``skipped``: ``id()`` of every ``call`` that was
     left in place -> why. ``inlined``: how many call sites were pasted in.
+    ``origin``: ``id()`` of every copied instruction -> the instruction of
+    the module it was copied from (what a pass that rewrites code edits, and
+    what a trace should print).
     """
 
     function: ir.Function
     skipped: dict[int, NotFollowed] = field(default_factory=dict)
     inlined: int = 0
+    origin: dict[int, ir.Instruction] = field(default_factory=dict)
 
 
 def call_site(inst: ir.Instruction) -> CallSite:
@@ -126,7 +130,7 @@ def inline_calls(module: ir.Module, fn: ir.Function, max_depth: int = DEFAULT_MA
     if not inliner.count:
         return Inlined(fn, inliner.skipped)
     new_fn = dataclasses.replace(fn, body=ir.Block(body, fn.body.loc))
-    return Inlined(new_fn, inliner.skipped, inliner.count)
+    return Inlined(new_fn, inliner.skipped, inliner.count, inliner.origin)
 
 
 # --------------------------------------------------------------------------
@@ -261,6 +265,7 @@ class _Inliner:
         self.max_depth = max_depth
         self.taken = taken
         self.skipped: dict[int, NotFollowed] = {}
+        self.origin: dict[int, ir.Instruction] = {}
         self.count = 0
         self._ids = itertools.count(1)
         # Instructions emitted since the last label, in order: enough to find
@@ -309,6 +314,8 @@ class _Inliner:
                 guard = ir.Guard(scope.reg(guard.predicate), guard.negated)
             return [ir.Instruction("bra", (), (ir.Symbol(scope.ret_label),), guard, inst.loc)]
         new = inst if scope.suffix is None and not scope.symbols else scope.instruction(inst)
+        if new is not inst:
+            self.origin[id(new)] = self.origin.get(id(inst), inst)
         if inst.opcode != "call":
             self.recent.append(new)
             return [new]

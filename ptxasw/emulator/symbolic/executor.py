@@ -689,6 +689,7 @@ class SymbolicExecutor:
         inlined = inline_calls(module, fn, CALL_DEPTH)
         self.not_followed = inlined.skipped
         self.variables = variables(inlined.function)
+        self.origin = inlined.origin
         self.cfg: CFG = build_cfg(inlined.function)
         self.stats = Stats(
             instructions=len(self.cfg.instructions), blocks=len(self.cfg.blocks), loops=len(self.cfg.loops)
@@ -1151,7 +1152,7 @@ class SymbolicExecutor:
                 nbytes=nbytes,
                 address=address,
                 value=value,
-                inst=inst,
+                inst=self.origin.get(id(inst), inst),  # the module's instruction, not an inlined copy
                 index=self.inst_index,
                 block=st.block,
                 guard=guard,
