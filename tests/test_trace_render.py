@@ -468,6 +468,19 @@ def test_extensions_and_slices_print_distinctly() -> None:
     assert pretty(z3.simplify(z3.ZeroExt(32, x))) == "zext64(x)"
 
 
+def test_a_negated_shared_condition_is_spelt_out() -> None:
+    """A path condition ``!(a || b)`` whose ``a || b`` is shared prints as
+    ``!a && !b`` with the comparisons flipped, not as ``!t1``."""
+    x, y = z3.BitVecs("x y", 32)
+    c = z3.Or(z3.ULT(x, 5), z3.ULT(y, 7))
+    roots = [z3.Not(c), z3.And(c, z3.ULT(x, y))]
+    printer = Printer(share_min=10)
+    printer.count_uses(roots)
+    assert printer.text(roots[1]) == "t1 && x <u y"
+    assert printer.definitions == [("t1", "x <u 0x5 || y <u 0x7")]
+    assert printer.text(roots[0]) == "x >=u 0x5 && y >=u 0x7"
+
+
 def test_shared_subterms_are_named_once_and_text_stays_linear() -> None:
     """A chain of values each used twice prints exponentially long inline;
     named, it is linear and exact (no elision)."""

@@ -702,6 +702,10 @@ class Printer:
         if hit is not None:
             return hit[1]
         text = self._render_negated(c)
+        name = self._named.get(key)
+        if name is not None and self.share_min is not None and len(text) > 4 * self.share_min:
+            # A shared term's negation spelt out, unless long: bounded either way.
+            text = f"!{name}"
         self._negated[key] = (c, text)
         return text
 
@@ -710,7 +714,7 @@ class Printer:
             return "false"
         if z3.is_false(c):
             return "true"
-        if not z3.is_app(c) or c.get_id() in self._named:
+        if not z3.is_app(c):
             return f"!{self.atom(c)}"
         kind = c.decl().kind()
         if kind == z3.Z3_OP_NOT:
