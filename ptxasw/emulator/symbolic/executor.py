@@ -115,8 +115,10 @@ CALL_DEPTH = DEFAULT_MAX_DEPTH
 # Runtime functions whose effects are known and touch no memory that the
 # kernel's loads read: ``vprintf`` reads its argument buffer, ``__assertfail``
 # stops the program, ``malloc``/``free`` hand out or take back fresh memory.
-# libgomp's queries of the team and thread numbers (GCC OpenMP offload) read
-# no user memory either.
+# libgomp's queries of the team and thread numbers (GCC OpenMP offload) and
+# newlib's maths functions that GCC's offload code calls (pure on the device:
+# no errno) read no user memory either.
+_LIBM = ("sin", "cos", "tan", "exp", "log", "log10", "pow", "sqrt", "fabs", "floor", "ceil", "fmod", "atan2")
 _KNOWN_CALLS = frozenset(
     {
         "vprintf",
@@ -128,6 +130,8 @@ _KNOWN_CALLS = frozenset(
         "omp_get_num_teams",
         "omp_get_team_num",
         "GOMP_teams4",
+        *_LIBM,
+        *(f + "f" for f in _LIBM),
     }
 )
 
