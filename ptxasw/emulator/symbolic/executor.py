@@ -29,20 +29,34 @@ semantics run on.
   path condition forks the flow; each side records its assumption and sees
   the guard predicate as a constant afterwards (paper, 4.2). Infeasible sides
   are pruned. ``ret``/``exit``/``trap`` end a flow.
+- **Calls** to functions of the module are inlined before the analysis
+  (`ptxasw.analysis.inline`: fresh registers per call site, ``.param``
+  arguments bound to the caller's slots, depth 4, GCC's libgomp entry points
+  followed to the outlined region); their accesses name the callee's
+  instructions. A call left in place (indirect, recursive, too deep, no body)
+  makes the kernel ``partial`` with the reason, except runtime functions of
+  known effect (``vprintf``, libm...).
 - **Loops** (natural loops of `ptxasw.analysis.cfg`) run one abstract
   iteration: on entry, every register the loop writes becomes a value of a
   fresh iteration symbol ``iter_<header>#n`` (64 bits, non-negative). An
-  induction variable (one unguarded integer ``add``/``sub`` of a constant or
-  loop-invariant step, executed on every iteration) becomes
-  ``init + step*iter``, so strides stay visible in addresses; other
+  induction variable (its one definition runs on every iteration and closes
+  a chain of copies and adds of loop-invariant steps back to its own header
+  value: ``r += 4``, ``p1 = p0 + 8; p2 = p1 + 8; p0 = p2``, ``-G``'s
+  ``mov r5, r6; add r6, r5, 1``) becomes ``init + step*iter``, so strides
+  stay visible in addresses; other
   registers that the loop only adds to become ``init + loop_<header>#n.<reg>``
   (the paper's clipped initial value), the rest fresh values. A flow ends
   when it comes back to the header; flows that leave continue after it.
 - **Memoisation**: a flow that enters a block with the same live registers,
   memory and loop context as an earlier flow stops (``merged``).
-- **Solver**: queries go first to a cache of recent models, then to the query
-  with non-linear terms abstracted (sound for proving unsat), then to Z3
-  itself with a deterministic resource limit.
+- **Solver**: cheapest first. Unsigned intervals of the terms
+  (`ptxasw.emulator.symbolic.intervals`: ``%tid.x < 2000`` holds by the ISA
+  ranges), a cache of recent models, the query alone without its path
+  condition (address questions mostly need no context), the query with
+  non-linear terms abstracted (unsat is final), the query with the factors
+  of its products fixed to typical sizes (a model is final), and only then
+  Z3 on the real query, each with a deterministic resource limit.
+  ``Stats.cheap_answers`` counts what the cheap steps settled.
 - **Budgets**: wall time, flows, steps and per-query solver effort. When one
   runs out the kernel is ``partial`` with the reason, and everything found
   so far is returned; nothing here can hang.
