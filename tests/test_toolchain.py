@@ -103,7 +103,9 @@ def test_shadow_ptxas_runs_the_wrapper_then_the_real_ptxas(
         timeout=60,
     )
     assert proc.returncode == 0, proc.stderr
-    assert args.read_text().split() == ["-arch=sm_90", "-m64", "missing.ptx", "-o", "x.cubin"]
+    argv = args.read_text().split()
+    assert argv[:4] == ["-arch=sm_90", "-m64", "missing.ptx", "-o"]
+    assert Path(argv[4]).name == "x.cubin"  # staged beside the target, renamed onto it on success
     rec = json.loads(log.read_text())
     assert rec["real"] == str((cuda / "bin" / "ptxas").resolve())
 
@@ -333,10 +335,11 @@ def test_gcc_openacc_through_the_as_shim(tmp_path: Path) -> None:
     assert MARK.encode() in exe.read_bytes()  # our PTX is what got embedded
     run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0 and run.stdout.strip() == "21.0"
-    # The real pipeline keeps GCC's marker comments, so its PTX is used, not the fallback.
-    proc = subprocess.run(
-        cmd, env=hook_env(log, None), capture_output=True, text=True, timeout=300, cwd=tmp_path
-    )
+    # The real pipeline keeps GCC's marker comments, so its PTX is used, not the fallback
+    # (its print claimed as a change: a pipeline that changes nothing hands `as` the user's file).
+    env = hook_env(log, None)
+    env["PTXASW_PIPELINE"] = "tests.fuzz.engine:reprint_as_changed"
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert proc.returncode == 0 and "ptxasw" not in proc.stderr, proc.stderr
     rec = log_records(log)[-1]
     assert rec["status"] == "ok" and rec["inputs"][0]["rewritten"] is True
