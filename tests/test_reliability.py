@@ -51,8 +51,9 @@ MINI_PTX = """\
 
 #: A stand-in for ptxas. FAKE_PIDFILE: write our pid; FAKE_OUT_CHUNKS/FAKE_OUT_SLEEP:
 #: write the output (-o) in that many chunks of the input's first byte, sleeping
-#: between them; FAKE_SIGNAL: die of this signal; FAKE_RC: exit code. Every run
-#: appends its argv to FAKE_CALLS.
+#: between them; FAKE_WARN_AT: warn (as ptxas does) at the first line holding this
+#: text; FAKE_SIGNAL: die of this signal; FAKE_RC: exit code. Every run appends
+#: its argv to FAKE_CALLS.
 FAKE = """\
 #!{python} -S
 import os, signal, sys, time
@@ -71,6 +72,10 @@ if out and inputs:
             f.write(fill)
             f.flush()
             time.sleep(float(os.environ.get("FAKE_OUT_SLEEP", "0")))
+if os.environ.get("FAKE_WARN_AT") and inputs:
+    lines = open(inputs[0]).read().splitlines()
+    n = next(i for i, ln in enumerate(lines, 1) if os.environ["FAKE_WARN_AT"] in ln)
+    print(f"ptxas {{inputs[0]}}, line {{n}}; warning : here", file=sys.stderr)
 if os.environ.get("FAKE_SIGNAL"):
     os.kill(os.getpid(), int(os.environ["FAKE_SIGNAL"]))
 sys.exit(int(os.environ.get("FAKE_RC", "0")))
@@ -88,6 +93,7 @@ _CLEARED = (
     "FAKE_OUT_SLEEP",
     "FAKE_SIGNAL",
     "FAKE_RC",
+    "FAKE_WARN_AT",
 )
 
 
@@ -109,6 +115,11 @@ def reprint(text: str, name: str) -> _Result:
 def rewrite(text: str, name: str) -> _Result:
     """A real change: the wrapper must assemble a private copy."""
     return _Result(text + "\n// rewritten\n", changed=True)
+
+
+def shift_lines(text: str, name: str) -> _Result:
+    """A change that moves every line down and re-lays it out, as a pass and the printer do."""
+    return _Result("// one\n// two\n\n" + text.replace("\t", "    ").replace(", ", ","), changed=True)
 
 
 def spin_and_record(text: str, name: str) -> _Result:
@@ -397,6 +408,18 @@ def test_a_real_change_that_ptxas_rejects_still_gets_the_second_run(
     assert wrapper.main(["-arch=sm_90", str(src)]) == 2
     first, second = calls(tmp_path)
     assert first[1] != str(src) and second == ["-arch=sm_90", str(src)]
+
+
+def test_ptxas_diagnostics_on_our_rewrite_name_the_users_lines(
+    env: dict[str, str], src: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd
+) -> None:
+    monkeypatch.setenv("PTXASW_PIPELINE", "tests.test_reliability:shift_lines")
+    monkeypatch.setenv("FAKE_WARN_AT", "st.global.u32")
+    assert wrapper.main(["-arch=sm_90", str(src)]) == 0
+    (argv,) = calls(tmp_path)
+    assert argv[1] != str(src)  # ptxas assembled our rewrite...
+    line = 1 + MINI_PTX.splitlines().index("\tst.global.u32 \t[%rd3], %r1;")
+    assert capfd.readouterr().err == f"ptxas {src}, line {line}; warning : here\n"  # ...the user's line
 
 
 def test_the_default_pipeline_hands_ptxas_the_users_file(

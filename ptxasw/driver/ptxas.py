@@ -52,6 +52,7 @@ import json
 import math
 import os
 import pickle
+import re
 import select
 import shutil
 import signal
@@ -898,6 +899,7 @@ def run_transformed(
     orig_stdin: bytes | None,
     changed: bool,
     rename: Mapping[str, str] | None = None,
+    lines: Mapping[str, LineMap] | None = None,
 ) -> Run:
     """Run the tool on our PTX; if it fails there, run it again on the original.
 
@@ -906,13 +908,14 @@ def run_transformed(
     (we warn in one line) and the original command's output is what the user
     sees, so a bug of ours can never fail a build that would have passed.
     ``rename`` maps our private copies back to the user's names in the
-    replayed output (ptxas names its input in warnings).
+    replayed output (ptxas names its input in warnings), and ``lines`` the
+    line numbers of a copy back to the user's lines.
     """
     if not changed:
         return Run(_exit_status(run_tool(orig_cmd, env, orig_stdin, capture=False).returncode))
     first = run_tool(new_cmd, env, new_stdin, capture=True)
     if first.returncode == 0:
-        _replay(first, rename or {})
+        _replay(first, rename or {}, lines or {})
         return Run(0)
     detail = _first_line(first.stderr) or _first_line(first.stdout)
     rejected = f"exit {_exit_status(first.returncode)}" + (f": {detail}" if detail else "")
@@ -927,9 +930,61 @@ def _first_line(data: bytes | None) -> str:
     return ""
 
 
-def _replay(proc: subprocess.CompletedProcess[bytes], rename: Mapping[str, str]) -> None:
+class LineMap:
+    """Line numbers of our rewritten copy -> the user's file, for ptxas's diagnostics.
+
+    ptxas names the line of the file it was given (``ptxas F, line N;``);
+    when that is our rewrite, the user would be sent to the wrong line. Lines
+    are matched by their text without blanks (our printer changes layout, not
+    tokens, on the lines it keeps), in order; a line with no counterpart
+    (one a pass inserted) maps to the nearest matched line before it.
+    Worked out only when a diagnostic names a line.
+    """
+
+    def __init__(self, ours: str, original: str) -> None:
+        self.ours, self.original = ours, original
+        self._map: list[int] | None = None
+
+    def user_line(self, line: int) -> int:
+        if self._map is None:
+            self._map = self._build()
+        return self._map[line - 1] if 1 <= line <= len(self._map) else line
+
+    def _build(self) -> list[int]:
+        import difflib
+
+        def key(text: str) -> list[str]:
+            return ["".join(ln.split()) for ln in text.splitlines()]
+
+        ours, theirs = key(self.ours), key(self.original)
+        mapped: list[int | None] = [None] * len(ours)
+        matcher = difflib.SequenceMatcher(None, ours, theirs, autojunk=False)
+        for a, b, size in matcher.get_matching_blocks():
+            for k in range(size):
+                mapped[a + k] = b + k + 1
+        result, last = [], 1
+        for m in mapped:
+            last = m if m is not None else last
+            result.append(last)
+        return result
+
+
+def _fix_lines(data: bytes, ours: bytes, theirs: bytes, line_map: LineMap) -> bytes:
+    """``OURS, line N`` -> ``THEIRS, line M`` (ptxas's way of naming a line)."""
+
+    def user(m: re.Match[bytes]) -> bytes:
+        return b"%s, line %d" % (theirs, line_map.user_line(int(m[1])))
+
+    return re.sub(re.escape(ours) + rb", line (\d+)", user, data)
+
+
+def _replay(
+    proc: subprocess.CompletedProcess[bytes], rename: Mapping[str, str], lines: Mapping[str, LineMap]
+) -> None:
     for data, stream in ((proc.stdout, sys.stdout), (proc.stderr, sys.stderr)):
         for ours, theirs in rename.items():
+            if data and ours in lines and os.fsencode(ours) + b", line " in data:
+                data = _fix_lines(data, os.fsencode(ours), os.fsencode(theirs), lines[ours])
             data = data.replace(os.fsencode(ours), os.fsencode(theirs)) if data else data
         if data:
             stream.flush()
@@ -1155,6 +1210,7 @@ def run_wrapper(argv: Sequence[str], *, allow_exec: bool = False) -> int:
     timeout = timeout_seconds()
     replace: dict[int, str] = {}
     rename: dict[str, str] = {}
+    lines: dict[str, LineMap] = {}
     orig_stdin: bytes | None = None
     new_stdin: bytes | None = None
     outcomes: list[Outcome] = []
@@ -1186,6 +1242,7 @@ def run_wrapper(argv: Sequence[str], *, allow_exec: bool = False) -> int:
                 try:
                     replace[id(arg)] = str(scratch.copy(index, name, outcome.text))
                     rename[replace[id(arg)]] = name
+                    lines[replace[id(arg)]] = LineMap(outcome.text, text)
                 except OSError as exc:
                     outcome = copy_failed(outcome, exc)
             outcomes.append(outcome)
@@ -1207,7 +1264,14 @@ def run_wrapper(argv: Sequence[str], *, allow_exec: bool = False) -> int:
             orig_cmd = [str(real), *render_args(args, {id(out_arg): str(staged.staged)})]
         new_cmd = [str(real), *render_args(args, replace)]
         run = run_transformed(
-            new_cmd, orig_cmd, env, new_stdin=new_stdin, orig_stdin=orig_stdin, changed=changed, rename=rename
+            new_cmd,
+            orig_cmd,
+            env,
+            new_stdin=new_stdin,
+            orig_stdin=orig_stdin,
+            changed=changed,
+            rename=rename,
+            lines=lines,
         )
         if staging is not None and run.returncode == 0:
             try:
