@@ -103,35 +103,65 @@ class _ToIR(Transformer):  # type: ignore[type-arg]
     def __init__(self, path: str) -> None:
         super().__init__(visit_tokens=False)
         self.path = path
-        # Registers may be declared without a leading '%' (``.reg .pred p;`` in
-        # inline asm); uses of those names must become registers, not symbols.
-        self.bare_registers: set[str] = set()
         self.comments: list[ir.Comment] = []
-        # GCC names .param variables like registers (`.param .u32 %value_in;`).
-        self.percent_params: set[str] = set()
+        # Whether a name is a register or a variable follows its declaration,
+        # not its spelling: inline asm declares registers without '%' (``.reg
+        # .pred p;``) and GCC names variables like registers (``.param.u64
+        # %stack``, ``.param.u64 %P<2>``, ``.local .b8 %frame_ar[8]``), while
+        # another GCC function of the same file declares ``.reg.u64 %stack``.
+        # `.reg` and `.param` names live until the end of their function;
+        # other variables also stay for the rest of the module.
+        self.function_names = _Declarations()
+        self.module_names = _Declarations()
         # Operands and guards by their text. IR operands are immutable, so one
         # object can stand for every occurrence: a 50 MB file names the same
         # few hundred registers a million times, and sharing them (and their
         # name strings) is most of the difference between 20x and 10x the
-        # input size in memory. The meaning of a name depends on the two sets
-        # above, so the cache is emptied whenever they grow.
+        # input size in memory. The meaning of a name depends on the
+        # declarations above, so the cache is emptied whenever one of them
+        # changes how a name reads (never for nvcc's ``.reg .b32 %r<9>``).
         self.operand_cache: dict[str, ir.Operand] = {}
         self.guard_cache: dict[str, ir.Guard] = {}
+        self.clear_at_function_end = False
 
     def reset(self, path: str) -> None:
         """Forget everything of the previous parse."""
         self.path = path
-        self.bare_registers = set()
         self.comments = []
-        self.percent_params = set()
+        self.function_names = _Declarations()
+        self.module_names = _Declarations()
         self.operand_cache = {}
         self.guard_cache = {}
+        self.clear_at_function_end = False
 
-    def _declare(self, names: set[str], name: str) -> None:
-        """Record a register-like parameter or bare register name (see `operand_cache`)."""
-        if name not in names:
-            names.add(name)
+    def _is_register(self, name: str) -> bool:
+        """How a use of ``name`` reads here: the latest declaration, else its spelling."""
+        for scope in (self.function_names, self.module_names):
+            kind = scope.get(name)
+            if kind is not None:
+                return kind
+        return name.startswith("%")
+
+    def _declare(self, space: str | None, name: str, count: int | None) -> None:
+        """Record one declaration (``count`` for ``%r<9>``; see `operand_cache`)."""
+        is_register = space == ".reg"
+        if count is None:
+            if self._is_register(name) == is_register:
+                return  # reads as declared already: nothing to record (nvcc's every register)
+        elif is_register == name.startswith("%") and not (self.function_names or self.module_names):
+            return
+        if space not in (".reg", ".param"):
+            self.module_names.add(name, count, is_register)
+        self.function_names.add(name, count, is_register)
+        self.operand_cache.clear()
+        self.clear_at_function_end = True
+
+    def _end_function(self) -> None:
+        """Forget the function's registers and parameters (see `_declare`)."""
+        self.function_names = _Declarations()
+        if self.clear_at_function_end:
             self.operand_cache.clear()
+            self.clear_at_function_end = False
 
     def collect_comment(self, tok: Token) -> None:
         """Lexer callback for whole-line comments between top-level items."""
@@ -154,11 +184,11 @@ class _ToIR(Transformer):  # type: ignore[type-arg]
     def _new_atom(self, kind: str, tok: Any) -> ir.Operand:
         if kind == "REG":
             name, _, selector = tok.partition(".")
-            if name in self.percent_params:
-                return ir.Symbol(name)
+            if not self._is_register(name):
+                return ir.Symbol(sys.intern(name))
             return ir.Register(sys.intern(name), selector or None)
         if kind == "IDENT":
-            if tok in self.bare_registers:
+            if self._is_register(tok):
                 return ir.Register(str(tok))
             return ir.Symbol(str(tok))
         if kind == "INT":
@@ -398,19 +428,13 @@ class _ToIR(Transformer):  # type: ignore[type-arg]
         decl = _sort_qualifiers(quals, _loc(self.path, first))
         decl.names = names
         for v in names:
-            if decl.space == ".reg" and not v.name.startswith("%"):
-                self._declare(self.bare_registers, v.name)
-            elif decl.space == ".param" and v.name.startswith("%"):
-                self._declare(self.percent_params, v.name)
+            self._declare(decl.space, v.name, v.count)
         return decl
 
     def param(self, children: list[Any]) -> ir.ParamSpec:
         quals, name, *dims = children
         decl = _sort_qualifiers(quals, _loc(self.path, name))
-        if decl.space == ".reg" and not name.startswith("%"):
-            self._declare(self.bare_registers, str(name))
-        elif decl.space == ".param" and name.startswith("%"):
-            self._declare(self.percent_params, str(name))
+        self._declare(decl.space, str(name), None)
         return ir.ParamSpec(
             space=decl.space,
             type=decl.type,
@@ -454,6 +478,7 @@ class _ToIR(Transformer):  # type: ignore[type-arg]
         bad = [q for q in linkage if q not in LINKAGE]
         if bad:
             raise PtxSyntaxError(f"unexpected '{bad[0]}' before {kind_tok}", _loc(self.path, kind_tok))
+        self._end_function()
         return ir.Function(
             kind=str(kind_tok),
             name=str(children[name_at]),
@@ -608,6 +633,50 @@ def _address(value: ir.Operand) -> ir.Address | _InvalidAddress:
             text = off.text if isinstance(off, ir.IntImm) and off.text else format_expr(off)
             return ir.Address(base, sign * offset, value.op + text)
     return _InvalidAddress(value)
+
+
+class _Declarations:
+    """Names of one scope that read as registers (True) or variables (False).
+
+    A counted declaration (``%P<2>``: ``%P0``, ``%P1``) is kept as its prefix
+    and count, not expanded: a count may be in the millions. A later
+    declaration wins over an earlier one of the same name.
+    """
+
+    def __init__(self) -> None:
+        self.names: dict[str, bool] = {}
+        self.counted: list[tuple[str, int, bool]] = []
+
+    def __bool__(self) -> bool:
+        return bool(self.names or self.counted)
+
+    def add(self, name: str, count: int | None, is_register: bool) -> None:
+        if count is None:
+            self.names[name] = is_register
+            return
+        self.counted.append((name, count, is_register))
+        for old in [n for n in self.names if _counted_index(n, name, count) is not None]:
+            del self.names[old]
+
+    def get(self, name: str) -> bool | None:
+        kind = self.names.get(name)
+        if kind is not None:
+            return kind
+        for prefix, count, is_register in reversed(self.counted):
+            if _counted_index(name, prefix, count) is not None:
+                return is_register
+        return None
+
+
+def _counted_index(name: str, prefix: str, count: int) -> int | None:
+    """i when ``name`` is ``prefix`` + i with i < count (``%r<9>`` names ``%r0``..``%r8``)."""
+    if not name.startswith(prefix):
+        return None
+    digits = name[len(prefix) :]
+    if not (digits.isascii() and digits.isdigit()) or (digits[0] == "0" and digits != "0"):
+        return None
+    index = int(digits)
+    return index if index < count else None
 
 
 class _InvalidAddress:

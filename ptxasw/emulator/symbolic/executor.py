@@ -77,7 +77,7 @@ import z3
 
 from ptxasw import ir
 from ptxasw.analysis.cfg import CFG, Loop, build_cfg, is_special_register
-from ptxasw.analysis.inline import DEFAULT_MAX_DEPTH, call_site, inline_calls, variables
+from ptxasw.analysis.inline import DEFAULT_MAX_DEPTH, call_site, inline_calls
 from ptxasw.emulator.semantics.collectives import atomic_supported, atomic_update, warp_collective
 from ptxasw.emulator.symbolic.domain import SymbolicDomain, as_bool, const_value, simplify
 from ptxasw.emulator.symbolic.intervals import decide
@@ -706,7 +706,6 @@ class SymbolicExecutor:
         # (indirect, recursive, too deep, no body) are remembered with why.
         inlined = inline_calls(module, fn, CALL_DEPTH)
         self.not_followed = inlined.skipped
-        self.variables = variables(inlined.function)
         self.origin = inlined.origin
         self.cfg: CFG = build_cfg(inlined.function)
         self.stats = Stats(
@@ -776,10 +775,6 @@ class SymbolicExecutor:
             st = self._st()
             key = (reg.name, reg.selector)
             value = st.env.get(key)
-            if value is None and reg.name in self.variables:
-                # A declared variable the parser took for a register (GCC's
-                # ``.param.u64 %P<2>``): its name denotes its address.
-                return _resize(self.dom, self.symbol_address(reg.name, 64), width)
             if value is None:
                 # Read before any write on this flow (or a loop-written register
                 # before its first write): an unknown initial value.
