@@ -10,7 +10,10 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from ptxasw import ir
+from ptxasw.emulator.symbolic.domain import const_value
 from ptxasw.emulator.symbolic.executor import analyze_kernel
 from ptxasw.parser.frontend import parse_ptx
 
@@ -136,3 +139,55 @@ def test_gcc_stack_register_is_written_by_the_symbolic_executor() -> None:
     assert not result.unknown, result.unknown
     (store,) = [a for f in result.flows for a in f.trace if a.kind == "st"]
     assert "in_ar0" in result.show(store.address) and "undef" not in result.show(store.address)
+
+
+# --------------------------------------------------------------------------
+# 2. Vector movs (GCC: ``mov.v2.u32 %v, {0, 0}`` then ``mov.u32 %v.x, ...``)
+
+VECTOR_MOV = (
+    GCC_HEADER
+    + """.visible .entry vmov (.param .u64 out)
+{
+	.reg.u64 %rd;
+	.reg.u32 %t;
+	.reg.v2.u32 %v;
+	.reg.v2.u32 %w;
+	.reg.v4.u32 %q;
+	.reg.u32 %a;
+	.reg.u32 %b;
+	ld.param.u64 %rd, [out];
+	mov.u32 %t, %tid.x;
+	mov.v2.u32 %v, { 0, 0 };
+	st.global.v2.u32 [%rd], %v;
+	mov.u32 %v.y, %t;
+	mov.v2.u32 %w, %v;
+	st.global.v2.u32 [%rd+8], %w;
+	mov.v4.u32 %q, { 7, %t, 9, %t };
+	mov.v2.u32 { %a, %b }, %w;
+	st.global.v4.u32 [%rd+16], %q;
+	st.global.v2.u32 [%rd+32], { %b, %a };
+	ret;
+}
+"""
+)
+
+
+def test_vector_movs_run_concretely() -> None:
+    from ptxasw.emulator.concrete.interpreter import launch
+
+    out = np.full(10, 0xDEAD, dtype=np.uint32)
+    launch(parse_ptx(VECTOR_MOV, "<v>"), "vmov", 1, 1, [out], strict=True)
+    assert out.tolist() == [0, 0, 0, 0, 7, 0, 9, 0, 0, 0]
+    out = np.full(10, 0xDEAD, dtype=np.uint32)
+    # %t = %tid.x + 5, so that an element copied from %t differs from a zero
+    shifted = VECTOR_MOV.replace("mov.u32 %t, %tid.x;", "add.u32 %t, %tid.x, 5;")
+    launch(parse_ptx(shifted, "<v>"), "vmov", 1, 1, [out], strict=True)
+    assert out.tolist() == [0, 0, 0, 5, 7, 5, 9, 5, 5, 0]
+
+
+def test_vector_movs_are_modelled_symbolically() -> None:
+    result = analyze_kernel(parse_ptx(VECTOR_MOV, "<v>"), "vmov", strict=True)
+    assert result.complete and not result.unknown, result.unknown
+    stores = [a for f in result.flows for a in f.trace if a.kind == "st"]
+    values = [result.show(a.value) if const_value(a.value) is None else const_value(a.value) for a in stores]
+    assert values == [0, 0, 0, "%tid.x", 7, "%tid.x", 9, "%tid.x", "%tid.x", 0]

@@ -84,6 +84,8 @@ _PACKED_INT = {".u16x2": ".u16", ".s16x2": ".s16"}
 _SUBWORD = _words(".u8 .s8 .b8 .u16 .s16 .b16")
 _ROUNDINGS = _words(".rn .rz .rm .rp .rni .rzi .rmi .rpi .rna .rs")
 _ATOM_OPS = ("add", "inc", "dec", "min", "max", "and", "or", "xor", "exch", "cas")
+# The elements of a vector register, ``%v.x`` .. ``%v.w``.
+_VECTOR_SELECTORS = ("x", "y", "z", "w")
 _CONTROL = frozenset({"bra", "brx.idx", "call", "ret", "exit", "trap"})
 # One-bit constant "true" of set/set-like destination types.
 _TRUE_VALUE = {".f32": 0x3F80_0000, ".f16": 0x3C00, ".bf16": 0x3F80}
@@ -995,10 +997,12 @@ class Semantics(Generic[V]):
         w = _bits(t)
         dst, src = inst.operands[0], inst.operands[1]
         vec = isa.vector_width(inst)
-        if isinstance(dst, ir.VectorOperand) and isinstance(src, ir.VectorOperand):
-            if len(dst.elements) != len(src.elements):
+        if vec > 1 or (isinstance(dst, ir.VectorOperand) and isinstance(src, ir.VectorOperand)):
+            # Element by element: ``mov.v2.u32 %v, {0, 0}`` (GCC), vector registers, braces.
+            dsts, srcs = self._elements(dst, inst), self._elements(src, inst)
+            if len(dsts) != len(srcs):
                 raise Unsupported("mov between vectors of different lengths")
-            return [(x, self._read(y, t, w)) for x, y in zip(dst.elements, src.elements, strict=True)]
+            return [(x, self._read(y, t, w)) for x, y in zip(dsts, srcs, strict=True)]
         if isinstance(dst, ir.VectorOperand) and vec == 1:  # unpack
             n = len(dst.elements)
             ew = w // n
@@ -1114,8 +1118,18 @@ class Semantics(Generic[V]):
         return [(inst.operands[0], hook(inst, _space(inst), self.address(inst.operands[1])))]
 
     # ---- memory -------------------------------------------------------------------------
-    def _elements(self, op: ir.Operand) -> Sequence[ir.Operand]:
-        return op.elements if isinstance(op, ir.VectorOperand) else (op,)
+    def _elements(self, op: ir.Operand, inst: ir.Instruction) -> Sequence[ir.Operand]:
+        """The elements a vector instruction moves: ``{a, b}``, or a vector
+        register (GCC's ``.reg.v2.u32 %v``) as its ``%v.x``, ``%v.y``."""
+        if isinstance(op, ir.VectorOperand):
+            return op.elements
+        if isinstance(op, ir.Register) and op.selector is None:
+            n = isa.vector_width(inst)
+            if n > len(_VECTOR_SELECTORS):
+                raise Unsupported(f"a .v{n} vector register")
+            if n > 1:
+                return tuple(ir.Register(op.name, s) for s in _VECTOR_SELECTORS[:n])
+        return (op,)
 
     def _access(self, inst: ir.Instruction) -> tuple[str, int]:
         t = self._types(inst)[0]
@@ -1130,7 +1144,7 @@ class Semantics(Generic[V]):
         space = _space(inst)
         base = self.address(inst.operands[1])
         writes: list[Write] = []
-        for i, el in enumerate(self._elements(inst.operands[0])):
+        for i, el in enumerate(self._elements(inst.operands[0], inst)):
             if isinstance(el, ir.Sink):
                 continue
             addr = d.add(base, d.const(i * nbytes, 64)) if i else base
@@ -1143,7 +1157,7 @@ class Semantics(Generic[V]):
         t, nbytes = self._access(inst)
         space = _space(inst)
         base = self.address(inst.operands[0])
-        values = [self._read(el, t, nbytes * 8) for el in self._elements(inst.operands[1])]
+        values = [self._read(el, t, nbytes * 8) for el in self._elements(inst.operands[1], inst)]
         for i, value in enumerate(values):
             addr = d.add(base, d.const(i * nbytes, 64)) if i else base
             self.machine.store(inst, space, addr, value, nbytes, cond)

@@ -18,6 +18,7 @@ from typing import Any
 
 from ptxasw import ir
 from ptxasw.emulator.symbolic.executor import Budget, KernelAnalysis, SymbolicExecutor
+from ptxasw.errors import UnsupportedInstruction
 
 __all__ = ["Skipped", "iter_analyses", "now"]
 
@@ -65,6 +66,7 @@ def iter_analyses(
     deadline: float | None = None,
     on_start: Callable[[str], None] | None = None,
     catch: bool = False,
+    strict: bool = False,
 ) -> Iterator[KernelAnalysis | Skipped]:
     """Each named kernel's analysis (default: every kernel), in order, one at a time.
 
@@ -76,7 +78,8 @@ def iter_analyses(
     ``catch``, a kernel whose analysis raises is yielded as a `Skipped` of
     status ``error`` and the next one is analysed; without, the exception
     propagates. Raises KeyError for a name that is not a kernel of the
-    module, before analysing anything.
+    module, before analysing anything. ``strict``: an instruction the
+    executor cannot model raises `UnsupportedInstruction` (never caught).
     """
     budget = budget or Budget()
     by_name = {fn.name: fn for fn in module.kernels}
@@ -97,10 +100,12 @@ def iter_analyses(
         if on_start is not None:
             on_start(name)
         if not catch:
-            yield _analyse(module, shared, by_name[name], kernel_budget)
+            yield _analyse(module, shared, by_name[name], kernel_budget, strict)
             continue
         try:
-            result: KernelAnalysis | Skipped = _analyse(module, shared, by_name[name], kernel_budget)
+            result: KernelAnalysis | Skipped = _analyse(module, shared, by_name[name], kernel_budget, strict)
+        except UnsupportedInstruction:
+            raise  # strict: the caller's error, not one kernel's failure
         except Exception as exc:  # reported per kernel by the caller
             result = Skipped(name, f"{type(exc).__name__}: {exc}", "error", exc)
         yield result
@@ -124,5 +129,7 @@ def _shared_items(module: ir.Module) -> list[ir.TopLevel]:
     ]
 
 
-def _analyse(module: ir.Module, shared: list[ir.TopLevel], fn: ir.Function, budget: Budget) -> KernelAnalysis:
-    return SymbolicExecutor(ir.Module([*shared, fn], module.path), fn, budget).run()
+def _analyse(
+    module: ir.Module, shared: list[ir.TopLevel], fn: ir.Function, budget: Budget, strict: bool
+) -> KernelAnalysis:
+    return SymbolicExecutor(ir.Module([*shared, fn], module.path), fn, budget, strict).run()

@@ -1795,15 +1795,19 @@ def _induction_variables(
 # Entry points
 
 
-def analyze_kernel(module: ir.Module, kernel_name: str, budget: Budget | None = None) -> KernelAnalysis:
+def analyze_kernel(
+    module: ir.Module, kernel_name: str, budget: Budget | None = None, *, strict: bool = False
+) -> KernelAnalysis:
     """Emulate one kernel symbolically and return its flows and traces.
 
-    Raises KeyError when the module has no kernel of that name.
+    Raises KeyError when the module has no kernel of that name; with
+    ``strict``, `UnsupportedInstruction` at the first instruction that
+    would otherwise become an unknown value.
     """
     fn = next((f for f in module.kernels if f.name == kernel_name), None)
     if fn is None:
         raise KeyError(kernel_name)
-    return SymbolicExecutor(module, fn, budget).run()
+    return SymbolicExecutor(module, fn, budget, strict).run()
 
 
 def analyze_module(module: ir.Module, budget: Budget | None = None) -> list[KernelAnalysis]:
