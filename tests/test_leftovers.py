@@ -10,14 +10,45 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
+import pytest
+import z3
+from click.testing import CliRunner
 
 from ptxasw import ir
+from ptxasw.cli import main
+from ptxasw.emulator.symbolic.batch import iter_analyses
 from ptxasw.emulator.symbolic.domain import const_value
 from ptxasw.emulator.symbolic.executor import analyze_kernel
+from ptxasw.errors import UnsupportedInstruction
 from ptxasw.parser.frontend import parse_ptx
 
 GCC_HEADER = ".version 6.0\n.target sm_30\n.address_size 64\n\n"
+HEADER = ".version 8.0\n.target sm_80\n.address_size 64\n\n"
+
+
+def always(formula: z3.BoolRef) -> bool:
+    """``formula`` holds for every value of its symbols."""
+    solver = z3.Solver()
+    solver.add(z3.Not(formula))
+    return solver.check() == z3.unsat
+
+
+def variables(e: z3.ExprRef) -> set[str]:
+    """Names of the uninterpreted constants in ``e`` (walked, not printed: printing truncates)."""
+    out, stack, seen = set(), [e], set()
+    while stack:
+        node = stack.pop()
+        if node.get_id() in seen:
+            continue
+        seen.add(node.get_id())
+        if z3.is_const(node) and node.decl().kind() == z3.Z3_OP_UNINTERPRETED:
+            out.add(node.decl().name())
+        stack.extend(node.children())
+    return out
 
 
 def operands(module: ir.Module, function: str) -> list[tuple[ir.Operand, ...]]:
@@ -191,3 +222,139 @@ def test_vector_movs_are_modelled_symbolically() -> None:
     stores = [a for f in result.flows for a in f.trace if a.kind == "st"]
     values = [result.show(a.value) if const_value(a.value) is None else const_value(a.value) for a in stores]
     assert values == [0, 0, 0, "%tid.x", 7, "%tid.x", 9, "%tid.x", "%tid.x", 0]
+
+
+# --------------------------------------------------------------------------
+# 3. Strict mode: bar.red and isspacep are modelled; trace --strict
+
+BAR_RED = (
+    HEADER
+    + """.visible .entry red(.param .u64 in, .param .u64 out) .reqntid 64, 1, 1
+{
+	.reg .b64 %rd<4>;
+	.reg .b32 %r<6>;
+	.reg .pred %p<4>;
+	ld.param.u64 %rd1, [in];
+	ld.param.u64 %rd2, [out];
+	mov.u32 %r1, %tid.x;
+	mul.wide.u32 %rd3, %r1, 4;
+	add.u64 %rd3, %rd1, %rd3;
+	ld.global.u32 %r2, [%rd3];
+	setp.ne.u32 %p1, %r2, 0;
+	bar.red.popc.u32 %r3, 0, %p1;
+	bar.red.and.pred %p2, 0, %p1;
+	bar.red.or.pred %p3, 1, !%p1;
+	selp.u32 %r4, 1, 0, %p2;
+	selp.u32 %r5, 1, 0, %p3;
+	st.global.u32 [%rd2], %r3;
+	st.global.u32 [%rd2+4], %r4;
+	st.global.u32 [%rd2+8], %r5;
+	ret;
+}
+"""
+)
+
+
+def test_bar_red_is_a_cta_uniform_reduction_symbolically() -> None:
+    """Before: an unknown value (and an error in strict mode). Now the
+    result is the same term in every thread (no thread id in it) and, with
+    the block shape known, bar_reduce's bound: popc <= 64 threads."""
+    result = analyze_kernel(parse_ptx(BAR_RED, "<red>"), "red", strict=True)
+    assert result.complete and not result.unknown, result.unknown
+    popc, all_, any_ = [a.value for f in result.flows for a in f.trace if a.kind == "st"]
+    for value in (popc, all_, any_):
+        assert not {"%tid.x", "%laneid"} & variables(value)
+    assert always(z3.ULE(popc, 64)) and not always(z3.ULE(popc, 63))
+    assert always(z3.ULE(all_, 1)) and not always(all_ == 0) and not always(all_ == 1)
+
+
+def test_bar_red_without_a_block_shape_is_opaque_but_consistent() -> None:
+    """The same reduction of the same predicate is the same term."""
+    text = BAR_RED.replace(" .reqntid 64, 1, 1", "").replace(
+        "bar.red.and.pred %p2, 0, %p1;", "bar.red.popc.u32 %r4, 0, %p1;"
+    )
+    text = text.replace("selp.u32 %r4, 1, 0, %p2;", "")
+    result = analyze_kernel(parse_ptx(text, "<red>"), "red", strict=True)
+    first, second, _ = [a.value for f in result.flows for a in f.trace if a.kind == "st"]
+    assert always(first == second)
+
+
+def test_isspacep_of_declared_variables_is_known() -> None:
+    text = (
+        HEADER
+        + """.shared .align 4 .b8 smem[64];
+.visible .entry sp(.param .u64 out)
+{
+	.reg .b64 %rd<4>;
+	.reg .b32 %r<4>;
+	.reg .pred %p<4>;
+	.local .align 4 .b8 frame[8];
+	ld.param.u64 %rd1, [out];
+	mov.u64 %rd2, smem;
+	cvta.shared.u64 %rd2, %rd2;
+	mov.u64 %rd3, frame;
+	isspacep.shared %p1, %rd2;
+	isspacep.global %p2, %rd2;
+	isspacep.local %p3, %rd3;
+	selp.u32 %r1, 1, 0, %p1;
+	selp.u32 %r2, 1, 0, %p2;
+	selp.u32 %r3, 1, 0, %p3;
+	st.global.u32 [%rd1], %r1;
+	st.global.u32 [%rd1+4], %r2;
+	st.global.u32 [%rd1+8], %r3;
+	ret;
+}
+"""
+    )
+    result = analyze_kernel(parse_ptx(text, "<sp>"), "sp", strict=True)
+    assert [const_value(a.value) for f in result.flows for a in f.trace if a.kind == "st"] == [1, 0, 1]
+
+
+STRICT = (
+    HEADER
+    + """.visible .entry ok(.param .u64 p)
+{
+	.reg .b64 %rd<3>;
+	ld.param.u64 %rd1, [p];
+	st.global.u32 [%rd1], 1;
+	ret;
+}
+
+.visible .entry bad(.param .u64 p)
+{
+	.reg .b64 %rd<3>;
+	.reg .pred %q;
+	ld.param.u64 %rd1, [p];
+	isspacep.global %q, %rd1;
+	@%q st.global.u32 [%rd1], 1;
+	ret;
+}
+"""
+)
+
+
+def test_isspacep_of_a_pointer_is_reported_unknown() -> None:
+    """Before: a fresh bit that strict mode did not notice."""
+    module = parse_ptx(STRICT, "<s>")
+    assert [why for _, _, why in analyze_kernel(module, "bad").unknown]
+    with pytest.raises(UnsupportedInstruction):
+        analyze_kernel(module, "bad", strict=True)
+    with pytest.raises(UnsupportedInstruction):
+        list(iter_analyses(module, strict=True, catch=True))
+
+
+@pytest.mark.parametrize("extra", [[], ["--json"]])
+def test_trace_strict_is_one_line_and_exit_1(tmp_path: Path, extra: list[str]) -> None:
+    path = tmp_path / "s.ptx"
+    path.write_text(STRICT)
+    runner = CliRunner()
+    plain = runner.invoke(main, ["trace", *extra, str(path)])
+    assert plain.exit_code == 0, plain.output
+    strict = runner.invoke(main, ["trace", "--strict", *extra, str(path)])
+    assert strict.exit_code == 1
+    (line,) = strict.stderr.splitlines()
+    assert line == f"ptxasw: error: {path}:18:2: unsupported instruction isspacep.global: " + (
+        "isspacep of an address not based on a declared variable"
+    )
+    if extra:
+        assert json.loads(strict.stdout)["status"] == "error"

@@ -13,7 +13,9 @@ condition and statistic (addresses also as SMT-LIB terms). The notation is
 exact (`ptxasw.emulator.symbolic.domain`: bit-vector arithmetic at the
 operands' width, extensions and slices written out); a long subterm used more
 than once prints once as ``let t1 = ...`` (JSON: ``terms``). A kernel whose
-budget ran out is reported as ``partial`` with the reason. Bad input is one
+budget ran out is reported as ``partial`` with the reason; with ``--strict``,
+an instruction the emulator cannot model stops the command instead (one
+line, exit 1) rather than becoming an unknown value. Bad input is one
 line, ``file:line:col: message``, with exit status 1 (``PTXASW_DEBUG=1``
 shows a traceback for an internal error instead).
 
@@ -38,7 +40,7 @@ from typing import Any
 import click
 
 from ptxasw.cli.common import name_list
-from ptxasw.errors import PtxError
+from ptxasw.errors import PtxError, UnsupportedInstruction
 from ptxasw.parser import read_ptx
 
 __all__ = ["trace_command"]
@@ -97,6 +99,11 @@ _SPACES = {
     help="Only accesses to this state space (repeatable; default: all).",
 )
 @click.option("--shared", is_flag=True, help="Repeat the accesses a forked flow shares with its parent.")
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="An instruction the emulator cannot model is an error (exit 1), not an unknown value.",
+)
 def trace_command(
     source: str,
     kernels: tuple[str, ...],
@@ -108,6 +115,7 @@ def trace_command(
     solver_timeout: int,
     spaces: tuple[str, ...],
     shared: bool,
+    strict: bool,
 ) -> None:
     """Print the symbolic memory trace of each kernel and flow."""
     from ptxasw.emulator.symbolic import batch
@@ -139,9 +147,9 @@ def trace_command(
     skipped = errors = 0
     with _progress(len(selected), enabled=sys.stderr.isatty()) as show:
         results = batch.iter_analyses(
-            module, selected, budget, deadline=deadline, on_start=show, catch=not debug
+            module, selected, budget, deadline=deadline, on_start=show, catch=not debug, strict=strict
         )
-        for result in results:
+        for result in _stop_at_unsupported(results, out):
             out.kernel(result)
             if isinstance(result, batch.Skipped):
                 if result.status == "error":
@@ -162,6 +170,17 @@ def trace_command(
             err=True,
         )
     if errors:
+        sys.exit(1)
+
+
+def _stop_at_unsupported(results: Iterator[Any], out: _Output) -> Iterator[Any]:
+    """The results until ``--strict`` meets an instruction it cannot model: then
+    the output is closed (status ``error``), the one-line error printed, exit 1."""
+    try:
+        yield from results
+    except UnsupportedInstruction as exc:
+        out.close("error", 0)
+        click.echo(f"ptxasw: error: {exc}", err=True)
         sys.exit(1)
 
 

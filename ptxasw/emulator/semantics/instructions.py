@@ -31,8 +31,12 @@ Conventions that executors rely on
   protocol does not require them): ``convert_address(inst, space, value,
   to_generic) -> V`` for ``cvta`` (default: the identity, i.e. the machine
   uses one address for a variable in its space and in the generic space),
-  and ``in_space(inst, space, address) -> V`` (1 bit) for ``isspacep``
-  (default: unknown).
+  ``in_space(inst, space, address) -> V`` (1 bit) for ``isspacep``
+  (default: unknown), and ``cta_reduce(inst, mode, pred, cond) -> V`` for
+  ``bar.red`` (``mode`` ``.popc``/``.and``/``.or``; the result over the
+  CTA, as `ptxasw.emulator.semantics.collectives.bar_reduce` defines it;
+  default: unknown). The concrete interpreter runs ``bar.red`` itself, at
+  the CTA's barrier, and never comes here.
 
 Floating point goes through `Domain.fp` with an `FpOp` carrying every
 modifier that changes the result; comparisons through `Domain.fp_compare`;
@@ -1234,9 +1238,15 @@ class Semantics(Generic[V]):
     # ---- synchronisation and warp ---------------------------------------------------
     def _h_barrier(self, inst: ir.Instruction, cond: V | None) -> list[Write]:
         self.machine.barrier(inst, cond)
-        if ".red" in inst.modifiers:
-            raise Unsupported("bar.red (CTA-wide reduction)")
-        return []
+        if ".red" not in inst.modifiers:
+            return []
+        # ``bar.red.popc.u32 d, a{, b}, {!}c``: the predicate is the last operand.
+        hook = getattr(self.machine, "cta_reduce", None)
+        if hook is None:
+            raise Unsupported("bar.red needs the machine's CTA (cta_reduce)")
+        mode = next((m for m in (".popc", ".and") if m in inst.modifiers), ".or")
+        pred = self._read(inst.operands[-1], ".pred", 1)
+        return [(inst.operands[0], hook(inst, mode, pred, cond))]
 
     def _h_warp(self, inst: ir.Instruction, cond: V | None) -> list[Write]:
         typed = self._table_facts(inst)[1]

@@ -77,8 +77,13 @@ import z3
 
 from ptxasw import ir
 from ptxasw.analysis.cfg import CFG, Loop, build_cfg, is_special_register
-from ptxasw.analysis.inline import DEFAULT_MAX_DEPTH, call_site, inline_calls
-from ptxasw.emulator.semantics.collectives import atomic_supported, atomic_update, warp_collective
+from ptxasw.analysis.inline import DEFAULT_MAX_DEPTH, call_site, declared_names, inline_calls
+from ptxasw.emulator.semantics.collectives import (
+    atomic_supported,
+    atomic_update,
+    bar_reduce,
+    warp_collective,
+)
 from ptxasw.emulator.symbolic.domain import SymbolicDomain, as_bool, const_value, simplify
 from ptxasw.emulator.symbolic.intervals import decide
 from ptxasw.emulator.symbolic.lanes import LaneModel
@@ -719,6 +724,7 @@ class SymbolicExecutor:
         self.inst_index = 0
         self.flows: list[Flow] = []
         self._unknown: dict[int, tuple[str, str, str]] = {}
+        self._spaces: dict[str, str] | None = None  # variable -> state space (isspacep)
         self.names: dict[str, str] = {}
         self.specials: dict[str, BV] = {}
         self.symbols: dict[str, str] = {}  # "&name" constant -> symbol name
@@ -901,8 +907,61 @@ class SymbolicExecutor:
         return value
 
     def in_space(self, inst: ir.Instruction, space: str, address: BV) -> BV:
-        """``isspacep`` (an optional hook): unknown, one fresh bit."""
-        return self.dom.fresh(f"isspacep{space}", 1)
+        """``isspacep`` (an optional hook). The address of a declared variable
+        (``&name + c``) is in its variable's space and no other: 1 or 0. Any
+        other address (a pointer loaded or passed in) may be anywhere: an
+        unknown bit, reported (strict mode: an error)."""
+        base, _ = _split_symbol(simplify(address))
+        declared = None if base is None else self._variable_spaces().get(self.symbols.get(base, base[1:]))
+        if declared is None:
+            self.unknown(inst, "isspacep of an address not based on a declared variable")
+            return self.dom.fresh(f"isspacep{space}", 1)
+        return self.dom.const(int(_normalize_space(declared) == _normalize_space(space.split("::")[0])), 1)
+
+    def _variable_spaces(self) -> dict[str, str]:
+        """State space of every variable the kernel may name (module, body, parameters)."""
+        if self._spaces is None:
+            fn = self.cfg.function  # with its callees' variables
+            decls = [i for i in self.module.items if isinstance(i, ir.VarDecl)]
+            stack = [fn.body.body] if fn.body is not None else []
+            while stack:
+                for stmt in stack.pop():
+                    if isinstance(stmt, ir.VarDecl):
+                        decls.append(stmt)
+                    elif isinstance(stmt, ir.Block):
+                        stack.append(stmt.body)
+            self._spaces = {p.name: p.space for p in fn.params}
+            for decl in decls:
+                for name in declared_names(decl):
+                    self._spaces[name] = decl.space
+        return self._spaces
+
+    def cta_reduce(self, inst: ir.Instruction, mode: str, pred: BV, cond: BV | None) -> BV:
+        """``bar.red`` (an optional hook): `bar_reduce` over the CTA's warps.
+
+        One symbolic thread cannot enumerate the other threads' predicates,
+        so a warp's ballot is opaque: ``cta_ballot(p, warp)``, with ``p`` this
+        thread's predicate (and guard) with its thread ids replaced by ids
+        common to all threads. The result is the same term in every thread
+        and flow for the same predicate, and claims what `bar_reduce` does
+        over the warps a known block shape (``.reqntid``) has; without one,
+        ``bar_red_<mode>(p, guard)``, opaque.
+        """
+        d = self.dom
+        took_part = d.const(1, 1) if cond is None else cond
+        lanes = d.lanes
+        ids = [lanes.tid(s) for s in _DIMS] + [lanes.laneid]
+        pairs = [(t, z3.BitVec(f"%cta.{t.decl().name()[1:]}", 32)) for t in ids if not z3.is_bv_value(t)]
+        p = z3.substitute(simplify(d.and_(pred, took_part)), *pairs)
+        part = z3.substitute(simplify(took_part), *pairs)
+        if self.block_shape is None:
+            width = 32 if mode == ".popc" else 1
+            fn = z3.Function(f"bar_red_{mode[1:]}", z3.BitVecSort(1), z3.BitVecSort(1), z3.BitVecSort(width))
+            return fn(p, part)  # type: ignore[return-value]
+        ballot = z3.Function("cta_ballot", z3.BitVecSort(1), z3.BitVecSort(32), z3.BitVecSort(32))
+        nwarps = -(-_product(self.block_shape) // 32)
+        warps = [(ballot(p, w), ballot(part, w)) for w in range(nwarps)]
+        return simplify(bar_reduce(d, mode, warps))  # type: ignore[arg-type]
 
     def unknown(self, inst: ir.Instruction, reason: str) -> None:
         if self.strict:
