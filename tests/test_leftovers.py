@@ -17,9 +17,13 @@ import numpy as np
 import pytest
 import z3
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ptxasw import ir
 from ptxasw.cli import main
+from ptxasw.emulator.concrete.domain import _FAST_FP, Bits, ConcreteDomain
+from ptxasw.emulator.semantics.domain import FpOp
 from ptxasw.emulator.symbolic.batch import iter_analyses
 from ptxasw.emulator.symbolic.domain import const_value
 from ptxasw.emulator.symbolic.executor import analyze_kernel
@@ -358,3 +362,63 @@ def test_trace_strict_is_one_line_and_exit_1(tmp_path: Path, extra: list[str]) -
     )
     if extra:
         assert json.loads(strict.stdout)["status"] == "error"
+
+
+# --------------------------------------------------------------------------
+# 4. The concrete domain's fast path for round-to-nearest add/sub/mul
+
+
+def _specials(bits: int) -> list[int]:
+    """Zeros, infinities, NaNs (quiet, signalling, with payloads), the
+    subnormal/normal boundary and the extremes, both signs."""
+    if bits == 32:
+        values = [0, 1, 2, 0x7FFFFF, 0x800000, 0x800001, 0x7F7FFFFF, 0x7F800000, 0x7FC00000, 0x7F800001]
+        values += [0x7FFFFFFF, 0x3F800000, 0x3F800001, 0x33800000, 0x00FFFFFF, 0x4B000000, 0x1F800000]
+    else:
+        values = [0, 1, 0xFFFFFFFFFFFFF, 0x10000000000000, 0x7FEFFFFFFFFFFFFF, 0x7FF0000000000000]
+        values += [0x7FF8000000000000, 0x7FF0000000000001, 0x7FF8DEADBEEF0001, 0x3FF0000000000000]
+        values += [0x3FF0000000000001, 0x3CA0000000000000, 0x001FFFFFFFFFFFFF, 0x4330000000000000]
+    sign = 1 << (bits - 1)
+    return values + [v | sign for v in values]
+
+
+def _patterns(bits: int) -> st.SearchStrategy[int]:
+    """Bit patterns where rounding is delicate: specials, subnormals and the
+    smallest normals, values whose products land there, anything."""
+    mbits, ebits = (23, 8) if bits == 32 else (52, 11)
+    sign = st.sampled_from([0, 1 << (bits - 1)])
+    mantissa = st.integers(0, (1 << mbits) - 1)
+    half_emin = (1 << (ebits - 2)) + 1  # 2**(emin/2): products of two such are near 2**emin
+    exponent = st.one_of(st.integers(0, 3), st.integers(half_emin - 13, half_emin + 13))
+    shaped = st.builds(lambda s, e, m: s | (e << mbits) | m, sign, exponent, mantissa)
+    return st.one_of(st.sampled_from(_specials(bits)), st.integers(0, (1 << bits) - 1), shaped)
+
+
+# Each form once: the default rounding (None) is the same entry as .rn.
+_FAST_FORMS = sorted((op for op in _FAST_FP if op.rounding == ".rn"), key=repr)
+
+
+@pytest.mark.parametrize("op", _FAST_FORMS, ids=lambda op: f"{op.op}{op.rounding}{op.type}{'.ftz' * op.ftz}")
+@settings(max_examples=100, deadline=None)
+@given(data=st.data())
+def test_fp_fast_path_is_bit_exact(op: FpOp, data: st.DataObject) -> None:
+    """Every fast-path form against the general path, lane by lane."""
+    bits = 64 if op.type == ".f64" else 32
+    lanes = data.draw(st.integers(1, 16))
+    a = np.array(data.draw(st.lists(_patterns(bits), min_size=lanes, max_size=lanes)), dtype=np.uint64)
+    b = np.array(data.draw(st.lists(_patterns(bits), min_size=lanes, max_size=lanes)), dtype=np.uint64)
+    d = ConcreteDomain(lanes)
+    fast = d.fp(op, Bits(a, bits), Bits(b, bits))
+    general = d.fp_general(op, Bits(a, bits), Bits(b, bits))
+    assert fast.width == general.width == bits
+    assert [hex(v) for v in fast.data] == [hex(v) for v in general.data]
+
+
+def test_fp_fast_path_covers_the_atomic_add() -> None:
+    """The forms atomics chain (``atom.add.f32``: .rn with .ftz) take the fast path."""
+    for ftz, t in ((True, ".f32"), (False, ".f64")):
+        assert FpOp("add", t, rounding=".rn", ftz=ftz) in _FAST_FP
+    assert FpOp("add", ".f32", rounding=".rz") not in _FAST_FP
+    for op in _FAST_FORMS:
+        default = _FAST_FP[FpOp(op.op, op.type, ftz=op.ftz)]
+        assert (default.op, default.width, default.ftz) == (op.op, _FAST_FP[op].width, op.ftz)

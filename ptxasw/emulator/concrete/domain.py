@@ -334,6 +334,14 @@ class ConcreteDomain:
 
     # ---- floating point ------------------------------------------------------------------
     def fp(self, op: FpOp, *args: Bits) -> Bits:
+        fast = _FAST_FP.get(op)
+        if fast is not None:  # round-to-nearest add/sub/mul of .f32/.f64: see `_fast_fp`
+            with np.errstate(all="ignore"):
+                return Bits(fast.run(args[0].data, args[1].data), fast.width)
+        return self.fp_general(op, *args)
+
+    def fp_general(self, op: FpOp, *args: Bits) -> Bits:
+        """`fp` without its fast path (every operation; the reference the fast path is tested against)."""
         with np.errstate(all="ignore"):
             if op.op == "cvt":
                 return self._cvt(op, args)
@@ -816,6 +824,71 @@ def _op_neg(op: FpOp, fmt: FloatFormat, xs: list[np.ndarray]) -> np.ndarray:
 
 def _op_copysign(op: FpOp, fmt: FloatFormat, xs: list[np.ndarray]) -> np.ndarray:
     return encode_f64(np.copysign(xs[1], xs[0]), fmt)
+
+
+class _FastFp:
+    """One round-to-nearest ``add``/``sub``/``mul`` on raw bits, in NumPy's own arithmetic.
+
+    Why: an atomic chain on one word makes 32 dependent one-lane `fp` calls
+    per warp, and the general path (error-free transformations, round to
+    odd, the integer encoder) costs tens of microseconds a call whatever
+    the lane count. NumPy's float32 and float64 arithmetic is IEEE's,
+    correctly rounded to nearest with subnormals, so for these forms it is
+    the answer itself; what the general path adds is kept:
+
+    * ``.f32`` NaN results are the canonical ``0x7fffffff``;
+    * ``.ftz`` (``.f32``) flushes subnormal inputs, and results that are
+      tiny before rounding. A sum of two normals (or zeros) is a multiple
+      of 2**-149, so a tiny sum is exact: it is tiny iff the float32 sum is
+      subnormal. A product is exact in float64, flushed there (`_flush_tiny`)
+      and then rounded once to float32;
+    * ``.f64`` ``sub`` is ``a + (-b)``, as in the general path (the sign of
+      a NaN payload from b flips).
+    """
+
+    def __init__(self, op: str, ptx_type: str, ftz: bool) -> None:
+        self.op, self.ftz = op, ftz
+        self.width = 64 if ptx_type == ".f64" else 32
+        self.run = self._f64 if self.width == 64 else self._f32
+
+    def _f64(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        x, y = a.view(np.float64), b.view(np.float64)
+        r = x * y if self.op == "mul" else x + (-y if self.op == "sub" else y)
+        return r.view(_U64)
+
+    def _f32(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        xb, yb = a.astype(np.uint32), b.astype(np.uint32)
+        if self.ftz:
+            xb, yb = _flush32(xb), _flush32(yb)
+        x, y = xb.view(np.float32), yb.view(np.float32)
+        if self.op == "mul":
+            p = x.astype(np.float64) * y.astype(np.float64)  # exact
+            if self.ftz:
+                p = _flush_tiny(p, _F32, "rn")
+            r = p.astype(np.float32).view(np.uint32)
+        else:
+            r = (x + y if self.op == "add" else x - y).view(np.uint32)
+            if self.ftz:
+                r = _flush32(r)
+        nan = (r & _U32(0x7FFF_FFFF)) > _U32(0x7F80_0000)
+        return np.where(nan, _U32(0x7FFF_FFFF), r).astype(_U64)
+
+
+_U32 = np.uint32
+
+
+def _flush32(bits: np.ndarray) -> np.ndarray:
+    """float32 subnormals (uint32 patterns) to zero of their sign."""
+    return np.where((bits & _U32(0x7F80_0000)) == 0, bits & _U32(0x8000_0000), bits)
+
+
+_FAST_FP: dict[FpOp, _FastFp] = {
+    FpOp(op, t, rounding=rounding, ftz=ftz): _FastFp(op, t, ftz)
+    for op in ("add", "sub", "mul")
+    for t, ftzs in ((".f32", (False, True)), (".f64", (False,)))
+    for ftz in ftzs
+    for rounding in (None, ".rn")
+}
 
 
 _FP_OPS: dict[str, Callable[[FpOp, FloatFormat, list[np.ndarray]], np.ndarray]] = {
