@@ -88,6 +88,7 @@ def iter_analyses(
         if name not in by_name:
             raise KeyError(name)
     shared = _shared_items(module)
+    analyse = _analyse_strict if strict else _analyse
     for name in names:
         kernel_budget = budget
         if deadline is not None:
@@ -100,10 +101,10 @@ def iter_analyses(
         if on_start is not None:
             on_start(name)
         if not catch:
-            yield _analyse(module, shared, by_name[name], kernel_budget, strict)
+            yield analyse(module, shared, by_name[name], kernel_budget)
             continue
         try:
-            result: KernelAnalysis | Skipped = _analyse(module, shared, by_name[name], kernel_budget, strict)
+            result: KernelAnalysis | Skipped = analyse(module, shared, by_name[name], kernel_budget)
         except UnsupportedInstruction:
             raise  # strict: the caller's error, not one kernel's failure
         except Exception as exc:  # reported per kernel by the caller
@@ -129,7 +130,11 @@ def _shared_items(module: ir.Module) -> list[ir.TopLevel]:
     ]
 
 
-def _analyse(
-    module: ir.Module, shared: list[ir.TopLevel], fn: ir.Function, budget: Budget, strict: bool
+def _analyse(module: ir.Module, shared: list[ir.TopLevel], fn: ir.Function, budget: Budget) -> KernelAnalysis:
+    return SymbolicExecutor(ir.Module([*shared, fn], module.path), fn, budget).run()
+
+
+def _analyse_strict(
+    module: ir.Module, shared: list[ir.TopLevel], fn: ir.Function, budget: Budget
 ) -> KernelAnalysis:
-    return SymbolicExecutor(ir.Module([*shared, fn], module.path), fn, budget, strict).run()
+    return SymbolicExecutor(ir.Module([*shared, fn], module.path), fn, budget, strict=True).run()
