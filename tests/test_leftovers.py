@@ -422,3 +422,71 @@ def test_fp_fast_path_covers_the_atomic_add() -> None:
     for op in _FAST_FORMS:
         default = _FAST_FP[FpOp(op.op, op.type, ftz=op.ftz)]
         assert (default.op, default.width, default.ftz) == (op.op, _FAST_FP[op].width, op.ftz)
+
+
+# --------------------------------------------------------------------------
+# Counted variables (``%P<2>``) in the concrete interpreter and isspacep
+
+GCC_CALL = (
+    GCC_HEADER
+    + """.func (.param.u64 %value_out) add2 (.param.u64 %in_ar0, .param.u64 %in_ar1)
+{
+	.reg.u64 %a;
+	.reg.u64 %b;
+	ld.param.u64 %a, [%in_ar0];
+	ld.param.u64 %b, [%in_ar1];
+	add.u64 %a, %a, %b;
+	st.param.u64 [%value_out], %a;
+	ret;
+}
+.visible .entry k (.param.u64 %out)
+{
+	.reg.u64 %R<4>;
+	.reg.u32 %r;
+	.reg.pred %p<3>;
+	.shared .align 4 .b32 %S<3>;
+	ld.param.u64 %R3, [%out];
+	mov.u32 %r, %tid.x;
+	cvt.u64.u32 %R0, %r;
+	mov.u64 %R1, 100;
+	{
+		.param.u64 %P<2>;
+		.param.u64 %retval;
+		st.param.u64 [%P0], %R0;
+		st.param.u64 [%P1], %R1;
+		call.uni (%retval), add2, (%P0, %P1);
+		ld.param.u64 %R2, [%retval];
+	}
+	mov.u64 %R1, %S2;
+	isspacep.shared %p1, %R1;
+	isspacep.global %p2, %R1;
+	@%p2 mov.u64 %R2, 0;
+	@!%p1 mov.u64 %R2, 0;
+	mul.wide.u32 %R1, %r, 8;
+	add.u64 %R3, %R3, %R1;
+	st.global.u64 [%R3], %R2;
+	ret;
+}
+"""
+)
+
+
+def test_gcc_call_through_counted_params_runs_concretely() -> None:
+    """Before: ``%P0`` was a register and the call's arguments were lost
+    (every thread stored 0)."""
+    from ptxasw.emulator.concrete.interpreter import launch
+
+    # (without the isspacep part: the interpreter does not lay out counted .shared variables)
+    text = "\n".join(line for line in GCC_CALL.splitlines() if "%S" not in line and "%p" not in line)
+    out = np.zeros(4, dtype=np.uint64)
+    launch(parse_ptx(text, "<call>"), "k", 1, 4, [out], strict=True)
+    assert out.tolist() == [100, 101, 102, 103]
+
+
+def test_gcc_call_through_counted_params_symbolically() -> None:
+    """The same kernel symbolically, strict: the call is followed and
+    isspacep of a counted ``.shared`` variable (``%S2``) is known."""
+    result = analyze_kernel(parse_ptx(GCC_CALL, "<call>"), "k", strict=True)
+    assert result.complete and not result.unknown
+    (store,) = [a for f in result.flows for a in f.trace if a.kind == "st" and a.space == ".global"]
+    assert always(store.value == 100 + z3.ZeroExt(32, z3.BitVec("%tid.x", 32)))

@@ -276,7 +276,7 @@ def _lay_out_params(info: DecodedFunction, decls: list[ir.VarDecl]) -> None:
     param_vars = [param_var(p) for p in [*fn.params, *(fn.returns or [])] if p.space == ".param"]
     for decl in decls:
         if normalize_space(decl.space) == ".param":
-            param_vars.extend(var_of(decl, n) for n in decl.names)
+            param_vars.extend(var_of(decl, n) for n in _each_name(decl))
     for var in param_vars:
         if var.name in layout:  # the same call-site name in several blocks: one slot
             off, size = layout[var.name]
@@ -291,6 +291,17 @@ def _lay_out_params(info: DecodedFunction, decls: list[ir.VarDecl]) -> None:
         info.symbols[name] = (".param", off, False)
 
 
+def _each_name(decl: ir.VarDecl) -> list[ir.VarName]:
+    """The variables a declaration names: GCC's ``.param.u64 %P<2>`` is ``%P0`` and ``%P1``."""
+    out: list[ir.VarName] = []
+    for n in decl.names:
+        if n.count is None:
+            out.append(n)
+        else:
+            out.extend(ir.VarName(f"{n.name}{i}", None, n.array, n.init) for i in range(n.count))
+    return out
+
+
 def _lay_out_locals(info: DecodedFunction, program: SymbolTable, decls: list[ir.VarDecl]) -> None:
     """The ``.local`` depot (relative to the frame's local base), the types of
     registers, and the addresses of the body's ``.shared``/``.global``/``.const``."""
@@ -298,7 +309,7 @@ def _lay_out_locals(info: DecodedFunction, program: SymbolTable, decls: list[ir.
     local_top = 0
     for decl in decls:
         if normalize_space(decl.space) == ".local":
-            for n in decl.names:
+            for n in _each_name(decl):
                 var = var_of(decl, n)
                 if var.name in info.symbols:
                     continue

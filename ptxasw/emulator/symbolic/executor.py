@@ -77,7 +77,7 @@ import z3
 
 from ptxasw import ir
 from ptxasw.analysis.cfg import CFG, Loop, build_cfg, is_special_register
-from ptxasw.analysis.inline import DEFAULT_MAX_DEPTH, call_site, declared_names, inline_calls
+from ptxasw.analysis.inline import DEFAULT_MAX_DEPTH, call_site, inline_calls
 from ptxasw.emulator.semantics.collectives import (
     atomic_supported,
     atomic_update,
@@ -912,14 +912,16 @@ class SymbolicExecutor:
         other address (a pointer loaded or passed in) may be anywhere: an
         unknown bit, reported (strict mode: an error)."""
         base, _ = _split_symbol(simplify(address))
-        declared = None if base is None else self._variable_spaces().get(self.symbols.get(base, base[1:]))
+        declared = None if base is None else self._space_of(self.symbols.get(base, base[1:]))
         if declared is None:
             self.unknown(inst, "isspacep of an address not based on a declared variable")
             return self.dom.fresh(f"isspacep{space}", 1)
         return self.dom.const(int(_normalize_space(declared) == _normalize_space(space.split("::")[0])), 1)
 
-    def _variable_spaces(self) -> dict[str, str]:
-        """State space of every variable the kernel may name (module, body, parameters)."""
+    def _space_of(self, name: str) -> str | None:
+        """The state space of the variable ``name`` the kernel may name (module,
+        body, callees, parameters), or None. A counted declaration
+        (``.param.u64 %P<2>``) is matched by prefix, not expanded."""
         if self._spaces is None:
             fn = self.cfg.function  # with its callees' variables
             decls = [i for i in self.module.items if isinstance(i, ir.VarDecl)]
@@ -931,10 +933,22 @@ class SymbolicExecutor:
                     elif isinstance(stmt, ir.Block):
                         stack.append(stmt.body)
             self._spaces = {p.name: p.space for p in fn.params}
+            self._counted_spaces: list[tuple[str, int, str]] = []
             for decl in decls:
-                for name in declared_names(decl):
-                    self._spaces[name] = decl.space
-        return self._spaces
+                for v in decl.names:
+                    if v.count is None:
+                        self._spaces[v.name] = decl.space
+                    else:
+                        self._counted_spaces.append((v.name, v.count, decl.space))
+        space = self._spaces.get(name)
+        if space is not None:
+            return space
+        for prefix, count, space in self._counted_spaces:
+            digits = name[len(prefix) :]
+            numeral = digits.isascii() and digits.isdigit() and (digits == "0" or digits[0] != "0")
+            if name.startswith(prefix) and numeral and int(digits) < count:
+                return space
+        return None
 
     def cta_reduce(self, inst: ir.Instruction, mode: str, pred: BV, cond: BV | None) -> BV:
         """``bar.red`` (an optional hook): `bar_reduce` over the CTA's warps.
