@@ -84,7 +84,9 @@ from ptxasw.emulator.semantics.collectives import (
     bar_reduce,
     warp_collective,
 )
+from ptxasw.emulator.symbolic.affine import disjoint_by_stride
 from ptxasw.emulator.symbolic.domain import SymbolicDomain, as_bool, const_value, simplify
+from ptxasw.emulator.symbolic.independence import Symbols, connected
 from ptxasw.emulator.symbolic.intervals import decide
 from ptxasw.emulator.symbolic.lanes import LaneModel
 from ptxasw.errors import UnsupportedInstruction
@@ -157,6 +159,16 @@ _KNOWN_CALLS = frozenset(
 # Z3 resource units per millisecond of solving on the development machine
 # (measured: ~1.2 million units per 200 ms of bit-vector work).
 RLIMIT_PER_MS = 6000
+
+# The solver's exact shortcuts (`_Solver`: the connected part of the context,
+# answers cached per query and context, loads fixed in the under-approximation;
+# `_relation`: disjointness by stride). Off, every question goes through the
+# older steps; tests compare both ways.
+FAST_PATHS = True
+# A query goes to the sliced solvers when its connected context has at most
+# this many conjuncts: Z3 answers those in a millisecond, while a larger
+# slice costs the model a full-context query would leave in the cache.
+_SMALL_SLICE = 6
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -490,11 +502,24 @@ class _Solver:
        thread and block indices with parameters are what makes bit-blasting
        slow, and proofs of disjoint addresses rarely need them.
     3. The real query, with the timeout.
+
+    With `FAST_PATHS`, each query is first cut down to the conjuncts of the
+    axioms and path condition it shares symbols with (`independence`): the
+    path condition is taken to be satisfiable, so the rest cannot change the
+    answer. Such sliced queries run on solvers of their own (no axioms at
+    the base) and their answers are kept per (query, slice): sibling flows
+    ask the same address questions under the same relevant conditions.
     """
 
     def __init__(self, timeout_ms: int, stats: Stats, deadline: float, budget_s: float) -> None:
+        self.fast = FAST_PATHS
         self.real = _Incremental()
         self.abstract = _Incremental()
+        self.sliced_real = _Incremental()
+        self.sliced_abstract = _Incremental()
+        self.symbols = Symbols()
+        # (query ids, context ids) -> (the formulas, kept alive, and the answer)
+        self._answers: dict[tuple[tuple[int, ...], ...], tuple[list[z3.BoolRef], bool | None]] = {}
         self.timeout_ms = timeout_ms
         self.rlimit = max(1, timeout_ms * RLIMIT_PER_MS)
         self.budget_s = budget_s
@@ -578,18 +603,29 @@ class _Solver:
             out.extend(self._abs_nodes.get(f.get_id(), ()))
         return out
 
-    @staticmethod
-    def _typical_sizes(nonlinear: Sequence[z3.ExprRef], size: int) -> list[z3.BoolRef]:
+    def _typical_sizes(self, nonlinear: Sequence[z3.ExprRef], size: int | None) -> list[z3.BoolRef]:
         """Equalities fixing the unknown factors of ``nonlinear`` terms to
-        ``size`` (block dimensions to 32, or 1 when ``size`` is 1)."""
+        ``size`` (block dimensions to 32, or 1 when ``size`` is 1), or with
+        ``size`` None to their values in the latest cached model (a model of
+        the path so far: its parameters usually fit the next branch too).
+        Any added equality keeps the query an under-approximation."""
         fixes: dict[str, z3.BoolRef] = {}
+        model = self.models[0].model if size is None and self.models else None
         for node in nonlinear:
             for child in node.children():
                 if z3.is_const(child) and not z3.is_bv_value(child):
                     name = child.decl().name()
+                    if name.startswith(("%tid", "%ctaid", "%laneid", "iter_")):
+                        continue
+                else:
+                    continue
+                if size is None:
+                    if model is None:
+                        continue
+                    value = model.eval(child, model_completion=True)
+                else:
                     value = min(32, size) if name.startswith("%ntid") else size
-                    if not name.startswith(("%tid", "%ctaid", "%laneid", "iter_")):
-                        fixes.setdefault(name, child == value)
+                fixes.setdefault(name, child == value)
         return list(fixes.values())
 
     def _cached(self, formulas: Sequence[z3.BoolRef]) -> bool:
@@ -638,45 +674,82 @@ class _Solver:
             self.stats.cheap_answers += 1
             return True
         self._flush()
+        real, abstract, context = self.real, self.abstract, pc
+        if self.fast:
+            context = connected(self.symbols, extra, [*self.axioms, *pc])
+            if len(context) <= _SMALL_SLICE < len(self.axioms) + len(pc):
+                # Only the connected part matters; it runs on solvers without
+                # the axioms at their base (they are in ``context`` if needed).
+                real, abstract = self.sliced_real, self.sliced_abstract
+            else:
+                context = pc
+            # A full context also stands for the axioms so far (a slice lists its own).
+            axioms = (len(self.axioms),) if real is self.real else ()
+            key = (tuple(c.get_id() for c in extra), tuple(c.get_id() for c in context), axioms)
+            known = self._answers.get(key)
+            if known is not None:
+                self.stats.cheap_answers += 1
+                return known[1]
         start = time.perf_counter()
         try:
-            apc = [self._abstracted(c) for c in pc]
-            aextra = [self._abstracted(c) for c in extra]
-            if pc:
-                self.stats.solver_calls += 1
-                if self._unsat_alone(aextra):
-                    self.stats.cheap_answers += 1
-                    return False
-            pairs = self._nonlinear_pairs([*pc, *extra])
-            if pairs:
-                self.stats.solver_calls += 1
-                if self.abstract.check(apc, aextra, self._timeout(), self.rlimit // 4)[0] == z3.unsat:
-                    self.stats.cheap_answers += 1
-                    return False
-                # An under-approximation: the factors of products fixed to
-                # typical sizes make the query linear; a model of it is one
-                # of the real query.
-                for size in (64, 1):
-                    self.stats.solver_calls += 1
-                    fixes = self._typical_sizes(pairs, size)
-                    result, model = self.real.check(pc, [*extra, *fixes], self._timeout(), self.rlimit // 8)
-                    if model is not None:
-                        self.stats.cheap_answers += 1
-                        self.models.insert(0, _Model(model))
-                        del self.models[6:]
-                        return True
-                self.stats.solver_calls += 1
-            result, model = self.real.check(pc, extra, self._timeout(), self.rlimit)
-            if model is not None:
-                self.models.insert(0, _Model(model))
-                del self.models[6:]
-                return True
-            if result == z3.unsat:
-                return False
-            self.stats.solver_unknown += 1
-            return None
+            answer = self._solve(real, abstract, context, extra, keep_models=real is self.real)
         finally:
             self.stats.solver_seconds += time.perf_counter() - start
+        if self.fast:
+            self._answers[key] = ([*extra, *context], answer)
+        return answer
+
+    def _solve(
+        self,
+        real: _Incremental,
+        abstract: _Incremental,
+        pc: Sequence[z3.BoolRef],
+        extra: Sequence[z3.BoolRef],
+        keep_models: bool,
+    ) -> bool | None:
+        """The solver steps of `check` on ``real``/``abstract`` (whose base
+        facts ``pc`` is asked on top of). ``keep_models``: models found are
+        models of everything (not of a slice) and go to the cache."""
+        apc = [self._abstracted(c) for c in pc]
+        aextra = [self._abstracted(c) for c in extra]
+        if pc:
+            self.stats.solver_calls += 1
+            if self._unsat_alone(aextra):
+                self.stats.cheap_answers += 1
+                return False
+        pairs = self._nonlinear_pairs([*pc, *extra])
+        if pairs:
+            self.stats.solver_calls += 1
+            if abstract.check(apc, aextra, self._timeout(), self.rlimit // 4)[0] == z3.unsat:
+                self.stats.cheap_answers += 1
+                return False
+            # An under-approximation: the factors of products fixed to
+            # typical sizes make the query linear; a model of it is one
+            # of the real query.
+            for size in (None, 64, 1) if self.fast else (64, 1):
+                fixes = self._typical_sizes(pairs, size)
+                if size is None and not fixes:
+                    continue
+                self.stats.solver_calls += 1
+                result, model = real.check(pc, [*extra, *fixes], self._timeout(), self.rlimit // 8)
+                if model is not None:
+                    self.stats.cheap_answers += 1
+                    self._keep(model, keep_models)
+                    return True
+            self.stats.solver_calls += 1
+        result, model = real.check(pc, extra, self._timeout(), self.rlimit)
+        if model is not None:
+            self._keep(model, keep_models)
+            return True
+        if result == z3.unsat:
+            return False
+        self.stats.solver_unknown += 1
+        return None
+
+    def _keep(self, model: z3.ModelRef, keep: bool) -> None:
+        if keep:
+            self.models.insert(0, _Model(model))
+            del self.models[6:]
 
 
 # --------------------------------------------------------------------------
@@ -1172,6 +1245,11 @@ class SymbolicExecutor:
             # parameters, a loaded pointer): overlap is possible, equality
             # unprovable; no need to ask the solver.
             return "may"
+        if d is None and self.solver.fast and disjoint_by_stride(diff, na, nb):
+            # ``a - b`` is always c0 modulo a power of two that keeps the
+            # byte ranges apart (`affine`): no solver needed.
+            self.solver.stats.cheap_answers += 1
+            return "disjoint"
         if d is None and self.solver.check(st.pc, [a != b]) is False:
             d = 0  # equal under the path condition
         if d is not None:

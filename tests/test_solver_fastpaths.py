@@ -1,0 +1,271 @@
+"""The symbolic executor's solver shortcuts give the answers Z3 gives.
+
+`affine.disjoint_by_stride` (disjoint addresses by congruence),
+`independence.connected` (the part of a context a query depends on) and the
+executor's use of them with `executor.FAST_PATHS`: every shortcut answer is
+checked against Z3 on the full question, and a corpus kernel analysed with
+and without the shortcuts gives the same flows, accesses and alias marks
+with fewer solver calls (counted, never timed).
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import z3
+
+from ptxasw.emulator.symbolic import executor
+from ptxasw.emulator.symbolic.affine import congruence, disjoint_by_stride
+from ptxasw.emulator.symbolic.executor import Budget, analyze_kernel
+from ptxasw.emulator.symbolic.independence import Symbols, connected
+from ptxasw.parser import parse_ptx as parse
+
+# --------------------------------------------------------------------------
+# Disjointness by stride
+
+
+def _overlap(d: z3.BitVecRef, na: int, nb: int) -> z3.BoolRef:
+    """``[a, a+na)`` and ``[b, b+nb)`` overlap, for ``d = a - b``."""
+    return z3.ULT(d + (na - 1), na + nb - 1)
+
+
+def test_stride_examples() -> None:
+    i, j = z3.BitVecs("i j", 64)
+    # a[2i+1] and a[2j] of 4-byte elements: 8i+4 - 8j never in (-4, 4).
+    assert disjoint_by_stride(z3.simplify(8 * i + 4 - 8 * j), 4, 4)
+    # 8-byte accesses 4 bytes apart on an 8-byte grid overlap.
+    assert not disjoint_by_stride(z3.simplify(8 * i + 4 - 8 * j), 8, 8)
+    # A stack slot at -40 against 8*iter: same grid, same residue: may overlap.
+    assert not disjoint_by_stride(z3.simplify(-40 - 8 * i), 8, 8)
+    # An unknown term of stride 1 gives no residue.
+    assert congruence(z3.simplify(8 * i + j))[1] == 0
+    # concat(x, 0b100) is x*8 + 4.
+    x = z3.BitVec("x", 61)
+    d = z3.Concat(x, z3.BitVecVal(4, 3))
+    assert congruence(d) == (4, 3)
+    assert disjoint_by_stride(d, 4, 4)
+
+
+def test_stride_answers_agree_with_z3() -> None:
+    """Random sums of scaled symbols: whenever the stride test says disjoint,
+    Z3 proves the overlap impossible; it also says so for some of them."""
+    rng = random.Random(6)
+    syms = z3.BitVecs("p q r", 64)
+    proved = 0
+    for _ in range(300):
+        d = z3.BitVecVal(rng.randrange(-64, 64), 64)
+        for s in rng.sample(syms, rng.randint(1, 3)):
+            d = d + rng.choice([4, 8, 12, 16, 24, 40, -8, -16, 200]) * s
+        d = z3.simplify(d)
+        na, nb = rng.choice([1, 2, 4, 8]), rng.choice([1, 2, 4, 8])
+        if disjoint_by_stride(d, na, nb):
+            proved += 1
+            solver = z3.Solver()
+            solver.add(_overlap(d, na, nb))
+            assert solver.check() == z3.unsat, (d, na, nb)
+    assert proved >= 30
+
+
+# --------------------------------------------------------------------------
+# Constraint independence
+
+
+def test_connected_follows_shared_symbols() -> None:
+    a, b, c, e = z3.BitVecs("a b c e", 32)
+    f = z3.Function("load_f", z3.BitVecSort(32), z3.BitVecSort(32))
+    context = [z3.ULT(a, b), z3.ULT(b, 10), z3.ULT(c, 5), f(e) == 3, z3.ULT(e, 7)]
+    sym = Symbols()
+    assert connected(sym, [a == 4], context) == context[:2]
+    assert connected(sym, [c == 1], context) == [context[2]]
+    # A function symbol links its applications, whatever the arguments.
+    assert connected(sym, [f(a) == 1], context) == [*context[:2], f(e) == 3, context[4]]
+    assert connected(sym, [z3.BitVecVal(1, 32) == 1], context) == []
+
+
+def test_connected_slices_answer_as_the_whole() -> None:
+    """Random satisfiable contexts: the query with its connected conjuncts is
+    sat exactly when it is with the whole context."""
+    rng = random.Random(4)
+    xs = z3.BitVecs("x0 x1 x2 x3 x4 x5", 8)
+    sym = Symbols()
+    checked = 0
+    for _ in range(200):
+        context = []
+        for _ in range(rng.randint(1, 5)):
+            u, v = rng.sample(xs, 2)
+            op = rng.choice([z3.ULT, lambda s, t: s + t == rng.randrange(256), lambda s, t: s != t])
+            context.append(op(u, v) if rng.random() < 0.7 else z3.ULT(u, rng.randrange(1, 256)))
+        whole = z3.Solver()
+        whole.add(*context)
+        if whole.check() != z3.sat:
+            continue  # the executor only asks under satisfiable path conditions
+        u, v = rng.sample(xs, 2)
+        query = [rng.choice([u == v + 1, z3.ULT(u, 3), u * v == 6])]
+        part = z3.Solver()
+        part.add(*connected(sym, query, context), *query)
+        whole.add(*query)
+        assert part.check() == whole.check()
+        checked += 1
+    assert checked >= 100
+
+
+# --------------------------------------------------------------------------
+# The executor with and without the shortcuts
+
+_SWEEP = r"""
+.version 7.0
+.target sm_80
+.address_size 64
+
+.visible .entry sweep(.param .u64 a, .param .u64 b, .param .u32 n, .param .u32 m)
+{
+    .reg .pred %p<4>;
+    .reg .b32 %r<12>;
+    .reg .b64 %rd<16>;
+    .local .align 8 .b8 buf[256];
+
+    ld.param.u64 %rd1, [a];
+    ld.param.u64 %rd2, [b];
+    ld.param.u32 %r1, [n];
+    ld.param.u32 %r9, [m];
+    mov.u32 %r2, %tid.x;
+    mov.u32 %r6, %tid.y;
+    mov.u32 %r7, %ctaid.x;
+    mov.u32 %r8, %ntid.y;
+    setp.ge.u32 %p1, %r2, %r1;
+    @%p1 bra DONE;
+    setp.ge.u32 %p3, %r6, %r9;
+    @%p3 bra DONE;
+    cvta.to.global.u64 %rd3, %rd1;
+    mul.wide.u32 %rd4, %r2, 16;
+    add.s64 %rd5, %rd3, %rd4;
+    mov.u64 %rd6, buf;
+    mul.wide.u32 %rd7, %r2, 8;
+    add.s64 %rd8, %rd6, %rd7;
+    ld.local.u32 %r4, [%rd6+4];
+    st.local.u32 [%rd8], %r2;
+    ld.local.u32 %r5, [%rd6+4];
+    st.local.u32 [%rd8+16], %r5;
+    ld.local.u32 %r10, [%rd6+12];
+    add.u32 %r3, %r4, %r10;
+    setp.eq.u32 %p2, %r1, 77;
+    @%p2 bra SKIP;
+    st.global.u32 [%rd5], %r3;
+SKIP:
+    ld.global.u32 %r11, [%rd5+8];
+    cvta.to.global.u64 %rd9, %rd2;
+    st.global.u32 [%rd9], %r11;
+DONE:
+    ret;
+}
+"""
+
+
+def _shape(result: executor.KernelAnalysis) -> list[tuple[object, ...]]:
+    """What an analysis found, as comparable data."""
+    out = []
+    for flow in result.flows:
+        trace = [
+            (a.kind, a.space, a.nbytes, None if a.address is None else a.address.sexpr(), a.version)
+            for a in flow.trace
+        ]
+        values = [None if a.value is None else a.value.sexpr() for a in flow.trace]
+        condition = [c.sexpr() for c in flow.condition]
+        out.append((flow.end, condition, trace, values, sorted(flow.may_alias_store.items())))
+    return out
+
+
+def _analyse(module, name: str, fast: bool, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(executor, "FAST_PATHS", fast)
+    return analyze_kernel(module, name, Budget(time_s=60))
+
+
+def test_kernel_answers_unchanged_with_fewer_solver_calls(monkeypatch: pytest.MonkeyPatch) -> None:
+    module = parse(_SWEEP)
+    slow = _analyse(module, "sweep", False, monkeypatch)
+    fast = _analyse(module, "sweep", True, monkeypatch)
+    assert slow.complete and fast.complete
+    assert fast.stats.solver_unknown == slow.stats.solver_unknown == 0
+    assert _shape(fast) == _shape(slow)
+    assert fast.stats.solver_calls < slow.stats.solver_calls
+
+
+Answers = list[tuple[object, ...]]
+
+
+def _record_shortcuts(monkeypatch: pytest.MonkeyPatch) -> tuple[Answers, Answers]:
+    """Wrap the executor's shortcuts; return (stride answers, sliced answers)."""
+    strides: Answers = []
+    slices: Answers = []
+
+    def stride(d, na, nb):  # type: ignore[no-untyped-def]
+        answer = disjoint_by_stride(d, na, nb)
+        strides.append((d, na, nb, answer))
+        return answer
+
+    real_check = executor._Solver.check
+
+    def check(self, pc, extra):  # type: ignore[no-untyped-def]
+        answer = real_check(self, pc, extra)
+        context = connected(self.symbols, extra, [*self.axioms, *pc])
+        if len(context) < len(self.axioms) + len(pc):
+            slices.append(([*self.axioms, *pc], list(extra), answer))
+        return answer
+
+    monkeypatch.setattr(executor, "disjoint_by_stride", stride)
+    monkeypatch.setattr(executor._Solver, "check", check)
+    return strides, slices
+
+
+def _agree_with_full_z3(strides, slices) -> int:  # type: ignore[no-untyped-def]
+    """Check every shortcut answer against Z3 on the whole question; the
+    number of answers Z3 could confirm."""
+    confirmed = 0
+    for d, na, nb, answer in strides:
+        if answer:
+            solver = z3.Solver()
+            solver.add(_overlap(d, na, nb))
+            assert solver.check() == z3.unsat
+            confirmed += 1
+    for context, extra, answer in slices:
+        if answer is None:
+            continue
+        solver = z3.Solver()
+        solver.set("timeout", 5000)
+        solver.add(*context, *extra)
+        full = solver.check()
+        if full != z3.unknown:
+            assert (full == z3.sat) == answer, (extra, answer)
+            confirmed += 1
+    return confirmed
+
+
+def test_shortcut_answers_agree_with_full_z3(monkeypatch: pytest.MonkeyPatch) -> None:
+    strides, slices = _record_shortcuts(monkeypatch)
+    monkeypatch.setattr(executor, "FAST_PATHS", True)
+    result = analyze_kernel(parse(_SWEEP), "sweep", Budget(time_s=60))
+    assert result.complete
+    assert any(answer for *_, answer in strides), "the stride test never fired"
+    assert slices, "no query was sliced"
+    assert _agree_with_full_z3(strides, slices) >= len(slices) // 2
+
+
+def test_corpus_kernel_shortcuts_agree(corpus, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    """An NPB-like ADI sweep compiled by nvcc: same analysis both ways, and
+    the sliced answers agree with Z3 on the whole question."""
+    from ptxasw.parser import parse_file
+
+    files = [f for f in corpus if f.source_path.name == "adi_solver.cu" and "-G" not in f.flags]
+    if not files:
+        pytest.skip("adi_solver.cu is not in this corpus")
+    module = parse_file(files[0].ptx_path)
+    (name,) = [k.name for k in module.kernels if "penta_x_forward" in k.name]
+    slow = _analyse(module, name, False, monkeypatch)
+    strides, slices = _record_shortcuts(monkeypatch)
+    fast = _analyse(module, name, True, monkeypatch)
+    assert slow.complete and fast.complete
+    assert _shape(fast) == _shape(slow)
+    assert fast.stats.solver_calls <= slow.stats.solver_calls
+    assert slices
+    _agree_with_full_z3(strides, slices)
