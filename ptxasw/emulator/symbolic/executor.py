@@ -647,6 +647,16 @@ class _Solver:
                 return True
         return False
 
+    def _satisfies(self, formulas: Sequence[z3.BoolRef]) -> bool:
+        """Whether a recent model satisfies ``formulas`` (a query with the
+        connected part of its context, axioms included: no other check)."""
+        for i, entry in enumerate(self.models):
+            if all(entry.holds(f) for f in formulas):
+                if i:
+                    self.models.insert(0, self.models.pop(i))
+                return True
+        return False
+
     def _timeout(self) -> int:
         """The wall-clock cap of the next check: the safety net behind the
         resource limit, never past the kernel's deadline."""
@@ -669,34 +679,39 @@ class _Solver:
         if all(d is True for d in decided):
             self.stats.cheap_answers += 1
             return True
-        if self._cached([*pc, *extra]):
+        if not self.fast and self._cached([*pc, *extra]):
             self.stats.model_hits += 1
             self.stats.cheap_answers += 1
             return True
         self._flush()
         real, abstract, context = self.real, self.abstract, pc
         if self.fast:
-            context = connected(self.symbols, extra, [*self.axioms, *pc])
-            if len(context) <= _SMALL_SLICE < len(self.axioms) + len(pc):
-                # Only the connected part matters; it runs on solvers without
-                # the axioms at their base (they are in ``context`` if needed).
-                real, abstract = self.sliced_real, self.sliced_abstract
-            else:
-                context = pc
-            # A full context also stands for the axioms so far (a slice lists its own).
-            axioms = (len(self.axioms),) if real is self.real else ()
-            key = (tuple(c.get_id() for c in extra), tuple(c.get_id() for c in context), axioms)
+            # Only the connected part matters: it is the key of the answer
+            # (sibling flows differ in conditions the query does not
+            # mention), a cached model need only satisfy it (a model of a
+            # sibling flow or of an earlier slice will do), and a small one
+            # runs on solvers without the axioms at their base (they are in
+            # the slice where needed).
+            part = connected(self.symbols, extra, [*self.axioms, *pc])
+            key = (tuple(c.get_id() for c in extra), tuple(c.get_id() for c in part))
             known = self._answers.get(key)
             if known is not None:
                 self.stats.cheap_answers += 1
                 return known[1]
+            if self._satisfies([*part, *extra]):
+                self.stats.model_hits += 1
+                self.stats.cheap_answers += 1
+                self._answers[key] = ([*extra, *part], True)
+                return True
+            if len(part) <= _SMALL_SLICE < len(self.axioms) + len(pc):
+                real, abstract, context = self.sliced_real, self.sliced_abstract, part
         start = time.perf_counter()
         try:
-            answer = self._solve(real, abstract, context, extra, keep_models=real is self.real)
+            answer = self._solve(real, abstract, context, extra, keep_models=self.fast or real is self.real)
         finally:
             self.stats.solver_seconds += time.perf_counter() - start
         if self.fast:
-            self._answers[key] = ([*extra, *context], answer)
+            self._answers[key] = ([*extra, *part], answer)
         return answer
 
     def _solve(
