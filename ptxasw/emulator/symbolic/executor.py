@@ -408,10 +408,14 @@ class _Incremental:
     every flow (register ranges) sit below all scopes.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, flat: bool = False) -> None:
+        """``flat``: contexts share no prefixes (slices of a path condition),
+        so each check asserts its context in one scope of its own: a Z3 push
+        costs more than asserting a few formulas again."""
         self.solver = z3.Solver()
         self.solver.set("random_seed", 0)
         self.scopes: list[z3.BoolRef] = []
+        self.flat = flat
 
     def add_base(self, facts: Sequence[z3.BoolRef]) -> None:
         depth = len(self.scopes)
@@ -442,7 +446,10 @@ class _Incremental:
     ) -> tuple[z3.CheckSatResult, z3.ModelRef | None]:
         """The answer, and a model when it is sat (taken before the pop).
         ``rlimit`` bounds this check's work; ``timeout_ms`` its wall time."""
-        self.sync(pc)
+        if self.flat:
+            extra = [*pc, *extra]
+        else:
+            self.sync(pc)
         self.solver.set("timeout", timeout_ms)
         self.solver.set("rlimit", rlimit)
         self.solver.push()
@@ -515,8 +522,8 @@ class _Solver:
         self.fast = FAST_PATHS
         self.real = _Incremental()
         self.abstract = _Incremental()
-        self.sliced_real = _Incremental()
-        self.sliced_abstract = _Incremental()
+        self.sliced_real = _Incremental(flat=True)
+        self.sliced_abstract = _Incremental(flat=True)
         self.symbols = Symbols()
         # (query ids, context ids) -> (the formulas, kept alive, and the answer)
         self._answers: dict[tuple[tuple[int, ...], ...], tuple[list[z3.BoolRef], bool | None]] = {}
@@ -727,7 +734,7 @@ class _Solver:
         models of everything (not of a slice) and go to the cache."""
         apc = [self._abstracted(c) for c in pc]
         aextra = [self._abstracted(c) for c in extra]
-        if pc:
+        if pc and not real.flat:  # a slice is already about as small
             self.stats.solver_calls += 1
             if self._unsat_alone(aextra):
                 self.stats.cheap_answers += 1
