@@ -714,7 +714,7 @@ class _Solver:
                 real, abstract, context = self.sliced_real, self.sliced_abstract, part
         start = time.perf_counter()
         try:
-            answer = self._solve(real, abstract, context, extra, keep_models=self.fast or real is self.real)
+            answer = self._solve(real, abstract, context, extra, keep_models=real is self.real)
         finally:
             self.stats.solver_seconds += time.perf_counter() - start
         if self.fast:
