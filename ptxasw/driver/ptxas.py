@@ -563,13 +563,16 @@ def transform_ptx(text: str, name: str, timeout: float | None = None) -> Outcome
     a word: blank input, and any byte that is not ASCII (ptxas 13 rejects
     those anywhere, comments included; our reprint, which drops comments in
     function bodies, could make such a file assemble, and a build that must
-    fail would pass).
+    fail would pass), and a NUL byte (ptxas reads it as the end of the input,
+    so what follows it, which we would reprint, does not exist for ptxas).
     """
     timeout = timeout_seconds() if timeout is None else timeout
     if not text or text.isspace():
         return Outcome(name, "ok", note="empty input")
     if not text.isascii():
         return Outcome(name, "ok", note="not ASCII")
+    if "\0" in text:
+        return Outcome(name, "ok", note="NUL byte")
     start = time.monotonic()
     fork = hasattr(os, "fork")
     fn: Callable[..., Any] | None = None

@@ -134,6 +134,15 @@ def test_the_drop_in_leaves_non_ascii_ptx_to_ptxas(tmp_path: Path, monkeypatch: 
     assert wrapper.transform_ptx(utf8.decode(), "x.ptx", 10.0).note == "not ASCII"
 
 
+def test_the_drop_in_leaves_ptx_with_a_nul_byte_to_ptxas(tmp_path: Path) -> None:
+    """Fuzzing (case 61030 of seed 10, on 16 cores) put a NUL byte into a comment:
+    ptxas stops reading there ("Unexpected EOF"), our reprint dropped the comment
+    and assembled, so a build that must fail would have passed."""
+    text = HEADER + ".visible .entry k()\n{\n\tret;\n} // calls\x00q\n"
+    outcome = wrapper.transform_ptx(text, "k.ptx", 10.0)
+    assert outcome.status == "ok" and outcome.text is None and outcome.note == "NUL byte"
+
+
 @pytest.mark.parametrize("version", ["9.", "9.0e1"])
 def test_a_version_that_is_not_major_dot_minor_is_a_located_error(tmp_path: Path, version: str) -> None:
     """Fuzzing found ``.version 9.`` (a truncated file) raising ValueError."""
