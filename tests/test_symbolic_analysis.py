@@ -254,6 +254,29 @@ def test_no_kernel_is_complete_when_a_call_was_skipped() -> None:
         assert any("not followed" in why for _, _, why in result.unknown)
 
 
+@pytest.mark.parametrize("libm", ["fmaxf", "fmin", "log2f", "tanh"])
+def test_calls_to_pure_maths_functions_do_not_make_the_kernel_partial(libm: str) -> None:
+    """GCC's OpenACC stencil calls ``fmaxf`` (newlib, pure on the device): it was
+    reported as an unfollowed call, so the kernel was partial."""
+    text = f"""
+.extern .func (.param .f32 r) {libm}(.param .f32 x);
+.visible .entry m(.param .u64 m_param_0)
+{{
+    .reg .f32 %f<3>;
+    .reg .b64 %rd<2>;
+    ld.param.u64 %rd1, [m_param_0];
+    ld.global.f32 %f1, [%rd1];
+    {{ .param .f32 x; st.param.f32 [x+0], %f1; .param .f32 r;
+      call.uni (r), {libm}, (x); ld.param.f32 %f2, [r+0]; }}
+    st.global.f32 [%rd1+4], %f2;
+    ret;
+}}
+"""
+    result = analyze_kernel(module(text), "m")
+    assert result.status == "complete", result.reason
+    assert result.counts() == (1, 1)
+
+
 # --------------------------------------------------------------------------
 # Induction variables
 

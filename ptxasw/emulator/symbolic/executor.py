@@ -139,7 +139,11 @@ CALL_DEPTH = DEFAULT_MAX_DEPTH
 # libgomp's queries of the team and thread numbers (GCC OpenMP offload) and
 # newlib's maths functions that GCC's offload code calls (pure on the device:
 # no errno) read no user memory either.
-_LIBM = ("sin", "cos", "tan", "exp", "log", "log10", "pow", "sqrt", "fabs", "floor", "ceil", "fmod", "atan2")
+_LIBM = (
+    *("sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh"),
+    *("exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "pow", "sqrt", "cbrt", "hypot"),
+    *("fabs", "floor", "ceil", "round", "trunc", "fmod", "fmin", "fmax", "fdim", "copysign", "erf"),
+)
 _KNOWN_CALLS = frozenset(
     {
         "vprintf",
