@@ -41,7 +41,6 @@ which can only make liveness larger (safe for its users), never smaller.
 
 from __future__ import annotations
 
-import re
 from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -63,6 +62,10 @@ from ptxasw.ir import (
     TargetList,
     isa,
 )
+
+# PTX's predefined read-only registers are never defined in a function, so
+# liveness ignores them; the instruction table owns the list of their names.
+from ptxasw.ir.isa import is_special_register
 
 __all__ = [
     "CFG",
@@ -91,28 +94,6 @@ class EdgeKind(StrEnum):
     JUMP = "jump"  # the target of an unguarded bra
     TABLE = "table"  # a target of brx.idx
     EXIT = "exit"  # ret/exit/trap to the virtual exit node
-
-
-# --------------------------------------------------------------------------
-# Special registers (read-only machine state; never defined, so never "live")
-
-_SPECIAL_RE = re.compile(
-    r"%(?:tid|ntid|laneid|warpid|nwarpid|ctaid|nctaid|smid|nsmid|gridid"
-    r"|is_explicit_cluster|clusterid|nclusterid|cluster_ctaid|cluster_nctaid"
-    r"|cluster_ctarank|cluster_nctarank|lanemask_(?:eq|le|lt|ge|gt)"
-    r"|clock|clock_hi|clock64|pm[0-7]|pm[0-7]_64|envreg(?:[0-9]|[12][0-9]|3[01])"
-    r"|globaltimer|globaltimer_lo|globaltimer_hi|reserved_smem_offset_(?:begin|end|cap|\d+)"
-    r"|total_smem_size|aggr_smem_size|dynamic_smem_size|current_graph_exec)"
-)
-
-
-def is_special_register(name: str) -> bool:
-    """True for PTX's predefined read-only registers (``%tid``, ``%clock64``...).
-
-    These names are reserved by the ISA, so a function cannot declare them;
-    liveness ignores them because no instruction of the function defines them.
-    """
-    return _SPECIAL_RE.fullmatch(name) is not None
 
 
 # --------------------------------------------------------------------------
