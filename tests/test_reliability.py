@@ -23,31 +23,10 @@ from click.testing import CliRunner
 
 from ptxasw.cli import main as cli
 from ptxasw.driver import ptxas as wrapper
+from tests.test_wrapper import MINI_PTX
 
 REPO = Path(__file__).resolve().parent.parent
 
-MINI_PTX = """\
-.version 8.0
-.target sm_90
-.address_size 64
-
-.visible .entry copy_one(
-\t.param .u64 copy_one_param_0,
-\t.param .u64 copy_one_param_1
-)
-{
-\t.reg .b32 \t%r<2>;
-\t.reg .b64 \t%rd<5>;
-
-\tld.param.u64 \t%rd1, [copy_one_param_0];
-\tld.param.u64 \t%rd2, [copy_one_param_1];
-\tcvta.to.global.u64 \t%rd3, %rd1;
-\tcvta.to.global.u64 \t%rd4, %rd2;
-\tld.global.u32 \t%r1, [%rd4];
-\tst.global.u32 \t[%rd3], %r1;
-\tret;
-}
-"""
 
 #: A stand-in for ptxas. FAKE_PIDFILE: write our pid; FAKE_OUT_CHUNKS/FAKE_OUT_SLEEP:
 #: write the output (-o) in that many chunks of the input's first byte, sleeping
