@@ -12,7 +12,9 @@
 # is missing).
 set -u
 
-PACKAGES=(clang-19 gcc-12-offload-nvptx)
+# chromium: the HTML report's browser test drives it through Playwright (no browser
+# download is possible here); that test fails, rather than skips, without it.
+PACKAGES=(clang-19 gcc-12-offload-nvptx chromium)
 
 if [ "$(id -u)" -eq 0 ]; then
     SUDO=()

@@ -68,11 +68,12 @@ details.file > summary { padding: .5em .8em; background: #f6f8fa; cursor: pointe
 .file-tools { padding: .4em .8em; border-bottom: 1px solid var(--line); color: var(--muted); }
 .listing { tab-size: 8; font-size: 12.5px; line-height: 1.5; overflow-x: auto;
   padding: .3em 0; }
-.listing > div { white-space: pre; position: relative; padding: 0 1em 0 calc(var(--lnw, 5ch) + 3ch);
+.listing .chunk { content-visibility: auto; }
+.chunk > div { white-space: pre; position: relative; padding: 0 1em 0 calc(var(--lnw, 5ch) + 3ch);
   min-height: 1.5em; }
 .listing i { font-style: normal; position: absolute; left: 1ch; width: var(--lnw, 5ch); text-align: right;
   color: var(--muted); user-select: none; }
-.listing > div:target { outline: 2px solid #d4a72c; outline-offset: -2px; }
+.chunk > div:target { outline: 2px solid #d4a72c; outline-offset: -2px; }
 .listing .entry { font-weight: 700; }
 .listing .load-shuffle { background: var(--shuffle); box-shadow: inset 4px 0 var(--shuffle-edge); }
 .listing .load-reuse { background: var(--reuse); box-shadow: inset 4px 0 var(--reuse-edge); }
@@ -83,14 +84,14 @@ details.file > summary { padding: .5em .8em; background: #f6f8fa; cursor: pointe
 .note-reuse { background: #f2f8ff; box-shadow: inset 4px 0 var(--reuse-edge); }
 .note-blocked { background: #fff7f6; box-shadow: inset 4px 0 var(--blocked-edge); }
 .note .tag { font-weight: 700; text-transform: uppercase; font-size: .78em; letter-spacing: .04em;
-  margin-right: .5em; }
+  margin-right: .2em; }
 .note-shuffle .tag { color: var(--shuffle-edge); } .note-reuse .tag { color: var(--reuse-edge); }
 .note-blocked .tag { color: var(--blocked-edge); }
-.note .sep { color: var(--muted); margin: 0 .45em; }
+.note .sep { color: var(--muted); margin: 0 .2em; }
 .note .src { display: block; color: var(--muted); }
 .note .src code { color: var(--fg); white-space: pre-wrap; }
 .proof-proved { color: var(--shuffle-edge); } .proof-failed, .proof-timeout { color: var(--blocked-edge); }
-.loads-only > div:not(.load):not(.note):not(.entry) { display: none; }
+.loads-only .chunk > div:not(.load):not(.note):not(.entry) { display: none; }
 .orphans { padding: .4em .8em; }
 """
 
@@ -104,6 +105,10 @@ document.querySelectorAll('input.only-loads').forEach(function (box) {
 """
 
 _esc = html.escape
+
+# Lines per chunk of the listing. Each chunk is a `content-visibility: auto` box, so the browser
+# lays out only the chunks on screen: a 50k-line file opens and filters quickly.
+_CHUNK_LINES = 256
 
 
 def render_html(report: Mapping[str, Any]) -> str:
@@ -253,17 +258,23 @@ def _file_section(
             f'<div class="listing" id="{fid}-listing" style="--lnw: {width}ch">\n'
         )
         entries = set(entry_lines.values())
-        for number, text in enumerate(lines, start=1):
-            anchor = f"{fid}-L{number}"
-            load = loads.get(number)
-            if load is not None:
-                cls = "load " + LOAD_CLASSES.get(str(load.get("status")), "load-blocked")
-                parts.append(f'<div id="{anchor}" class="{cls}"><i>{number}</i>{_esc(text)}</div>')
-                parts.append(_note(load, fid, sources, feeds.get(number, ())))
-            elif number in entries:
-                parts.append(f'<div id="{anchor}" class="entry"><i>{number}</i>{_esc(text)}</div>\n')
-            else:
-                parts.append(f'<div id="{anchor}"><i>{number}</i>{_esc(text)}</div>\n')
+        for start in range(0, len(lines), _CHUNK_LINES):
+            chunk = lines[start : start + _CHUNK_LINES]
+            notes = sum(1 for number in range(start + 1, start + len(chunk) + 1) if number in loads)
+            height = 1.5 * len(chunk) + 3.4 * notes
+            parts.append(f'<div class="chunk" style="contain-intrinsic-size: auto {height:.0f}em">\n')
+            for number, text in enumerate(chunk, start=start + 1):
+                anchor = f"{fid}-L{number}"
+                load = loads.get(number)
+                if load is not None:
+                    cls = "load " + LOAD_CLASSES.get(str(load.get("status")), "load-blocked")
+                    parts.append(f'<div id="{anchor}" class="{cls}"><i>{number}</i>{_esc(text)}</div>')
+                    parts.append(_note(load, fid, sources, feeds.get(number, ())))
+                elif number in entries:
+                    parts.append(f'<div id="{anchor}" class="entry"><i>{number}</i>{_esc(text)}</div>\n')
+                else:
+                    parts.append(f'<div id="{anchor}"><i>{number}</i>{_esc(text)}</div>\n')
+            parts.append("</div>\n")
         parts.append("</div>\n")
     orphans = [load for number, load in sorted(loads.items()) if number < 1 or number > len(lines)]
     if orphans:
@@ -276,20 +287,20 @@ def _orphan_list(
     orphans: list[Mapping[str, Any]], fid: str, sources: _SourceLines, feeds: Mapping[int, list[int]]
 ) -> str:
     """Loads whose line is not in the listing (no PTX text in the report): still shown, as a list."""
-    parts = ['<div class="orphans"><p>Loads of this file:</p>\n<div class="listing">\n']
+    parts = ['<div class="orphans"><p>Loads of this file:</p>\n<div class="listing"><div class="chunk">\n']
     for load in orphans:
         cls = "load " + LOAD_CLASSES.get(str(load.get("status")), "load-blocked")
         number = int(load["line"])
         parts.append(f'<div class="{cls}"><i>{number}</i>{_esc(str(load.get("text", "")))}</div>')
         parts.append(_note(load, fid, sources, feeds.get(number, ())))
-    parts.append("</div></div>\n")
+    parts.append("</div></div></div>\n")
     return "".join(parts)
 
 
 def _note(load: Mapping[str, Any], fid: str, sources: _SourceLines, feeds: Iterable[int]) -> str:
     """The annotation under a load line: what happened to it, from where, and its CUDA line."""
     status = str(load.get("status"))
-    sep = '<span class="sep">&middot;</span>'
+    sep = ' <span class="sep">&middot;</span> '
     items: list[str] = []
     if status == "shuffle":
         delta = load.get("delta")
@@ -310,7 +321,7 @@ def _note(load: Mapping[str, Any], fid: str, sources: _SourceLines, feeds: Itera
     feeds = list(feeds)
     if feeds:
         items.append("value shared with " + ", ".join(_line_link(fid, n) for n in feeds))
-    tag = f'<span class="tag">{_esc(status)}</span>'
+    tag = f'<span class="tag">{_esc(status)}</span> '
     return f'<div class="note note-{status}">{tag}{sep.join(items)}{_source(load, sources)}</div>\n'
 
 
