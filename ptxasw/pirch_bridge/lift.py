@@ -1,0 +1,439 @@
+"""Lift one warp-synchronous PTX kernel to an LLVM function over InfRegs.
+
+The lifted function runs ``WG_PACK`` work groups in lockstep, each one block
+of ``WG_SIZE`` threads (one warp): lane ``i`` of every vector is thread
+``i % WG_SIZE`` of work group ``i // WG_SIZE``. Its signature is::
+
+    void KERNEL(i8* params, i8* shared, i32 shared_stride,
+                i32 ctaid_x0, i32 ctaid_y, i32 ctaid_z,
+                i32 nctaid_x, i32 nctaid_y, i32 nctaid_z)
+
+``params`` holds the kernel's ``.param`` bytes as the interpreter lays them
+out (`LiftedKernel.param_layout`); ``shared`` one ``.shared`` window of
+``shared_stride`` bytes per packed work group (zeroed by the caller); work
+group ``g`` of the call is CTA ``(ctaid_x0 + g, ctaid_y, ctaid_z)`` and its
+lanes only run if ``ctaid_x0 + g < nctaid_x``.
+
+Control flow
+------------
+Each PTX basic block becomes an LLVM block run under an execution mask
+(``<L x i1>``). Lanes waiting to run a block are kept in that block's
+pending mask; a dispatcher runs the first block (in an order where every
+forward edge goes forward and every loop is contiguous, which is text order
+for compiler output) that has pending lanes. That is SIMT execution with
+reconvergence at the earliest point where all lanes meet again: a branch
+that splits lanes runs both sides masked and joins them, a loop whose trip
+count differs per lane runs masked until the last lane leaves, and lanes
+that returned early wait for nothing. When all live lanes take the same
+edge (a uniform branch or loop) the block jumps straight to its successor,
+so uniform control flow stays control flow. Instructions run through the
+shared `Semantics` over `LLVMDomain` on a `LiftMachine`; whatever that
+cannot lift exactly is refused with the instruction's location.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from llvmlite import ir as ll
+
+from ptxasw import ir
+from ptxasw.analysis.cfg import CFG, build_cfg
+from ptxasw.emulator.concrete.variables import param_var, round_up, var_of, walk_decls
+from ptxasw.emulator.semantics.instructions import Semantics
+from ptxasw.errors import PtxError, UnsupportedError, UnsupportedInstruction
+from ptxasw.pirch_bridge.domain import LLVMDomain, Vec
+from ptxasw.pirch_bridge.machine import LiftMachine, RegisterFile, Specials
+
+__all__ = ["LiftedKernel", "choose_kernel", "lift_kernel", "work_group_size"]
+
+_I8P = ll.IntType(8).as_pointer()
+_I32 = ll.IntType(32)
+_ARGS = (
+    "params",
+    "shared",
+    "shared_stride",
+    "ctaid_x0",
+    "ctaid_y",
+    "ctaid_z",
+    "nctaid_x",
+    "nctaid_y",
+    "nctaid_z",
+)
+_CONTROL = frozenset({"bra", "brx.idx", "call", "ret", "exit", "trap"})
+
+
+@dataclass
+class LiftedKernel:
+    """An LLVM module holding one lifted kernel, and what a launcher needs to call it."""
+
+    module: ll.Module
+    function: str
+    kernel: ir.Function
+    wg_size: int
+    wg_pack: int
+    param_layout: dict[str, tuple[int, int]]
+    param_size: int
+    shared_size: int
+    dynamic_shared: bool
+    source: str = "<string>"
+    registers: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def ir_text(self) -> str:
+        return str(self.module)
+
+
+def choose_kernel(module: ir.Module, name: str | None) -> ir.Function:
+    """The kernel called ``name``, or the module's only kernel."""
+    kernels = module.kernels
+    if name is None:
+        if len(kernels) != 1:
+            names = ", ".join(k.name for k in kernels) or "none"
+            raise PtxError(f"{module.path} has {len(kernels)} kernels ({names}); choose one with --kernel")
+        return kernels[0]
+    for k in kernels:
+        if k.name == name:
+            return k
+    names = ", ".join(k.name for k in kernels) or "none"
+    raise PtxError(f"no kernel named {name!r} in {module.path} (kernels: {names})")
+
+
+def work_group_size(fn: ir.Function, requested: int | None) -> int:
+    """WG_SIZE: the option, else ``.reqntid``/``.maxntid`` of a one-dimensional block of <= 32."""
+    if requested is not None:
+        if not 1 <= requested <= 32:
+            raise PtxError(f"--wg-size must be 1..32 (one warp), got {requested}")
+        return requested
+    for name in (".reqntid", ".maxntid"):
+        for d in fn.directives:
+            if isinstance(d, ir.PerfDirective) and d.name == name and d.values:
+                dims = list(d.values) + [1] * (3 - len(d.values))
+                if dims[1] == dims[2] == 1 and 1 <= dims[0] <= 32:
+                    return int(dims[0])
+                raise UnsupportedError(
+                    f"kernel {fn.name} has {name} {tuple(dims)}: only blocks of one warp (<= 32 threads) "
+                    "are lifted",
+                    d.loc,
+                )
+    raise PtxError(f"kernel {fn.name} states no block size (.reqntid): give --wg-size")
+
+
+def lift_kernel(
+    module: ir.Module,
+    kernel: str | None = None,
+    *,
+    wg_size: int | None = None,
+    wg_pack: int = 1,
+) -> LiftedKernel:
+    """Lift ``kernel`` (see the module documentation); raises `PtxError` subclasses
+    (one located line each) for what cannot be lifted exactly."""
+    fn = choose_kernel(module, kernel)
+    if fn.body is None:
+        raise PtxError(f"kernel {fn.name} has no body", fn.loc)
+    if wg_pack < 1:
+        raise PtxError(f"--wg-pack must be at least 1, got {wg_pack}")
+    return _Lifter(module, fn, work_group_size(fn, wg_size), wg_pack).run()
+
+
+class _Lifter:
+    def __init__(self, module: ir.Module, fn: ir.Function, wg_size: int, wg_pack: int) -> None:
+        self.ptx = module
+        self.fn = fn
+        self.cfg: CFG = build_cfg(fn)
+        self.module = ll.Module(name=fn.name)
+        self.module.triple = ""
+        self.dom = LLVMDomain(self.module, wg_size, wg_pack)
+        self.lanes = self.dom.lanes
+        self.mask_t = ll.VectorType(ll.IntType(1), self.lanes)
+
+    # ---- layout ----------------------------------------------------------------------------
+    def _register_types(self) -> dict[str, str]:
+        """Declared register types; ``%r<12>`` is stored as its prefix with a count."""
+        self.reg_exact: dict[str, str] = {}
+        self.reg_ranges: list[tuple[str, int, str]] = []
+        for decl in walk_decls(self.fn.body.body):  # type: ignore[union-attr]
+            if decl.space != ".reg":
+                continue
+            for n in decl.names:
+                if n.count is None:
+                    self.reg_exact.setdefault(n.name, decl.type)
+                else:
+                    self.reg_ranges.append((n.name, n.count, decl.type))
+        return self.reg_exact
+
+    def register_type(self, name: str) -> str | None:
+        hit = self.reg_exact.get(name)
+        if hit is not None:
+            return hit
+        for prefix, count, typ in self.reg_ranges:
+            tail = name[len(prefix) :]
+            if name.startswith(prefix) and tail.isdigit() and int(tail) < count:
+                return typ
+        return None
+
+    def _layout(self) -> tuple[dict[str, tuple[str, int]], dict[str, tuple[int, int]], int, int, bool]:
+        """Symbols (space, offset) of the kernel's parameters and shared variables."""
+        symbols: dict[str, tuple[str, int]] = {}
+        layout: dict[str, tuple[int, int]] = {}
+        top = 0
+        for spec in self.fn.params:
+            var = param_var(spec)
+            top = round_up(top, max(var.align, 1))
+            layout[spec.name] = (top, var.size)
+            symbols[spec.name] = (".param", top)
+            top += var.size
+        param_size = round_up(max(top, 8), 8)
+        shared = 0
+        dynamic: list[ir.VarName] = []
+        decls = [d for d in self.ptx.items if isinstance(d, ir.VarDecl)]
+        decls += walk_decls(self.fn.body.body)  # type: ignore[union-attr]
+        for decl in decls:
+            if not decl.space.startswith(".shared"):
+                continue
+            for n in decl.names:
+                var = var_of(decl, n)
+                if var.unsized:
+                    dynamic.append(n)
+                    continue
+                shared = round_up(shared, max(var.align, 1))
+                symbols[n.name] = (".shared", shared)
+                shared += var.size
+        shared = round_up(shared, 16)
+        for n in dynamic:
+            symbols[n.name] = (".shared", shared)
+        return symbols, layout, param_size, shared, bool(dynamic)
+
+    def _order(self) -> list[int]:
+        """The dispatcher's priority: text order, if every forward edge goes forward and
+        every loop is contiguous with its exits after it (else the lanes could meet late)."""
+        cfg = self.cfg
+        order = [b.id for b in cfg.blocks if b.id in cfg.reachable]
+        back = set(cfg.back_edges)
+        if not cfg.is_reducible:
+            raise UnsupportedError(f"kernel {self.fn.name} has irreducible control flow", self.fn.loc)
+        for u, v in cfg.graph.edges:
+            if v == cfg.exit or (u, v) in back:
+                continue
+            if v <= u:
+                raise UnsupportedError(
+                    f"kernel {self.fn.name}: block {u} branches back to {v} outside a loop", self.fn.loc
+                )
+        for loop in cfg.loops:
+            body = sorted(loop.body)
+            if body != list(range(body[0], body[-1] + 1)):
+                raise UnsupportedError(
+                    f"kernel {self.fn.name}: a loop's blocks are not contiguous", self.fn.loc
+                )
+        return order
+
+    # ---- the function ------------------------------------------------------------------------
+    def run(self) -> LiftedKernel:
+        self._register_types()
+        symbols, layout, param_size, shared_size, dynamic = self._layout()
+        fnty = ll.FunctionType(ll.VoidType(), [_I8P, _I8P, _I32, _I32, _I32, _I32, _I32, _I32, _I32])
+        func = ll.Function(self.module, fnty, self.fn.name)
+        for arg, name in zip(func.args, _ARGS, strict=True):
+            arg.name = name
+        self.func = func
+        order = self._order()
+        entry = func.append_basic_block("entry")
+        self.dispatch = func.append_basic_block("dispatch")
+        self.blocks = {b: func.append_basic_block(f"bb{b}") for b in order}
+        finish = func.append_basic_block("finish")
+
+        b = ll.IRBuilder(entry)
+        self.dom.builder = b
+        specials, valid = self._specials(func)
+        self.pending = {blk: b.alloca(self.mask_t, name=f"pending{blk}") for blk in order}
+        self.live = b.alloca(self.mask_t, name="live")
+        for slot in self.pending.values():
+            b.store(ll.Constant(self.mask_t, None), slot)
+        b.store(valid.value, self.live)
+        b.store(valid.value, self.pending[order[0]])
+        b.branch(self.blocks[order[0]])
+        registers = RegisterFile(self.dom, entry, self.register_type)
+        self.machine = LiftMachine(
+            self.dom, registers, specials, func.args[0], func.args[1], func.args[2], symbols
+        )
+        self.sem = Semantics(self.machine)
+
+        b.position_at_end(self.dispatch)
+        for blk in order:
+            has = self._any(b.load(self.pending[blk]))
+            nxt = func.append_basic_block(f"next{blk}")
+            b.cbranch(has, self.blocks[blk], nxt)
+            b.position_at_end(nxt)
+        b.branch(finish)
+        b.position_at_end(finish)
+        b.ret_void()
+
+        for blk in order:
+            self._block(blk)
+        self._range_function(func, shared_size > 0 or dynamic)
+        return LiftedKernel(
+            module=self.module,
+            function=self.fn.name,
+            kernel=self.fn,
+            wg_size=self.dom.wg_size,
+            wg_pack=self.dom.wg_pack,
+            param_layout=layout,
+            param_size=param_size,
+            shared_size=shared_size,
+            dynamic_shared=dynamic,
+            source=self.ptx.path,
+            registers={k: w for k, (_, w) in registers.slots.items()},
+        )
+
+    def _range_function(self, kernel: ll.Function, zero_shared: bool) -> None:
+        """``KERNEL.range(params, shared, stride, begin, end, nctaid_x, nctaid_y, nctaid_z)``:
+        calls ``begin..end-1`` of the grid's (x chunk, y, z) work, zeroing shared
+        memory before each call (each CTA starts with it zeroed, as in the interpreter).
+        One ctypes call per thread then runs a whole slice of the grid."""
+        i64 = ll.IntType(64)
+        fnty = ll.FunctionType(ll.VoidType(), [_I8P, _I8P, _I32, i64, i64, _I32, _I32, _I32])
+        func = ll.Function(self.module, fnty, f"{kernel.name}.range")
+        params, shared, stride, begin, end, nx, ny, nz = func.args
+        for arg, name in zip(
+            func.args, ("params", "shared", "stride", "begin", "end", "nx", "ny", "nz"), strict=True
+        ):
+            arg.name = name
+        entry, head, body, done = (func.append_basic_block(n) for n in ("entry", "head", "body", "done"))
+        b = ll.IRBuilder(entry)
+        pack = ll.Constant(i64, self.dom.wg_pack)
+        chunks_x = b.udiv(b.add(b.zext(nx, i64), ll.Constant(i64, self.dom.wg_pack - 1)), pack)
+        b.branch(head)
+        b.position_at_end(head)
+        c = b.phi(i64, name="chunk")
+        c.add_incoming(begin, entry)
+        b.cbranch(b.icmp_unsigned("<", c, end), body, done)
+        b.position_at_end(body)
+        x0 = b.mul(b.urem(c, chunks_x), pack)
+        rest = b.udiv(c, chunks_x)
+        y = b.urem(rest, b.zext(ny, i64))
+        z = b.udiv(rest, b.zext(ny, i64))
+        if zero_shared:
+            size = b.mul(b.zext(stride, i64), pack)
+            memset = self.module.declare_intrinsic("llvm.memset", [_I8P, i64])
+            b.call(memset, [shared, ll.Constant(ll.IntType(8), 0), size, ll.Constant(ll.IntType(1), 0)])
+        args = [params, shared, stride, *(b.trunc(v, _I32) for v in (x0, y, z)), nx, ny, nz]
+        b.call(kernel, args)
+        c.add_incoming(b.add(c, ll.Constant(i64, 1)), b.block)
+        b.branch(head)
+        b.position_at_end(done)
+        b.ret_void()
+
+    def _specials(self, func: ll.Function) -> tuple[Specials, Vec]:
+        d = self.dom
+        w, lanes = d.wg_size, d.lanes
+        x0, y, z, nx, ny, nz = (d.splat(a, 32) for a in func.args[3:])
+        group = d._const_lanes([i // w for i in range(lanes)], 32)
+        ctaid_x = d.add(x0, group)
+        lane = d.lane_index()
+
+        def const(v: int) -> Vec:
+            return d.const(v, 32)
+
+        def lanemask(pred: object) -> Vec:
+            return d._const_lanes(
+                [sum(1 << j for j in range(32) if pred(i % w, j)) for i in range(lanes)], 32
+            )
+
+        values = {
+            ("%tid", "x"): lane,
+            ("%tid", "y"): const(0),
+            ("%tid", "z"): const(0),
+            ("%ntid", "x"): const(w),
+            ("%ntid", "y"): const(1),
+            ("%ntid", "z"): const(1),
+            ("%ctaid", "x"): ctaid_x,
+            ("%ctaid", "y"): y,
+            ("%ctaid", "z"): z,
+            ("%nctaid", "x"): nx,
+            ("%nctaid", "y"): ny,
+            ("%nctaid", "z"): nz,
+            ("%laneid", None): lane,
+            ("%warpid", None): const(0),
+            ("%nwarpid", None): const(1),
+            ("WARP_SZ", None): const(32),
+            ("%lanemask_eq", None): lanemask(lambda i, j: j == i),
+            ("%lanemask_lt", None): lanemask(lambda i, j: j < i),
+            ("%lanemask_le", None): lanemask(lambda i, j: j <= i),
+            ("%lanemask_gt", None): lanemask(lambda i, j: j > i),
+            ("%lanemask_ge", None): lanemask(lambda i, j: j >= i),
+        }
+        return Specials(values), d.ult(ctaid_x, nx)
+
+    def _any(self, mask: ll.Value) -> ll.Value:
+        b = self.dom.b
+        it = ll.IntType(self.lanes)
+        return b.icmp_unsigned("!=", b.bitcast(mask, it), ll.Constant(it, 0))
+
+    def _same(self, a: ll.Value, c: ll.Value) -> ll.Value:
+        b = self.dom.b
+        it = ll.IntType(self.lanes)
+        return b.icmp_unsigned("==", b.bitcast(a, it), b.bitcast(c, it))
+
+    # ---- one PTX block ------------------------------------------------------------------------------
+    def _block(self, blk: int) -> None:
+        b = self.dom.b
+        b.position_at_end(self.blocks[blk])
+        mask = b.load(self.pending[blk])
+        b.store(ll.Constant(self.mask_t, None), self.pending[blk])
+        self.machine.exec = Vec(mask, 1)
+        bb = self.cfg.blocks[blk]
+        term = bb.terminator
+        for inst in bb.instructions:
+            if inst is term:
+                break
+            if inst.opcode in _CONTROL:
+                raise UnsupportedInstruction(inst.mnemonic, "calls are not lifted", inst.loc)
+            self.machine.inst = inst
+            self.sem.execute(inst)
+        self._leave(blk, term)
+
+    def _leave(self, blk: int, term: ir.Instruction | None) -> None:
+        """Hand the block's lanes to its successors (see the module documentation)."""
+        b, d = self.dom.b, self.dom
+        bb = self.cfg.blocks[blk]
+        mask = self.machine.exec
+        if term is None:
+            self._goto([(bb.fallthrough, mask)])
+            return
+        self.machine.inst = term
+        if term.opcode in ("brx.idx", "trap") or term.opcode == "call":
+            raise UnsupportedInstruction(term.mnemonic, f"{term.opcode} is not lifted", term.loc)
+        cond = self.sem.branch_condition(term)
+        taken = mask if cond is None else d.and_(mask, cond)
+        rest = None if cond is None else d.and_(mask, d.not_(cond))
+        exits: list[tuple[int | None, Vec]] = []
+        if term.opcode in ("ret", "exit"):
+            live = b.load(self.live)
+            b.store(b.and_(live, b.not_(taken.value)), self.live)
+        else:
+            exits.append((bb.targets[0], taken))
+        if rest is not None:
+            exits.append((bb.fallthrough, rest))
+        self._goto(exits)
+
+    def _goto(self, exits: list[tuple[int | None, Vec]]) -> None:
+        """Add each edge's lanes to its target's pending mask; jump straight to a
+        target that all live lanes go to, else to the dispatcher."""
+        b = self.dom.b
+        func = self.func
+        resolved: list[tuple[int, Vec]] = []
+        for target, lanes in exits:
+            if target is None or target == self.cfg.exit:
+                live = b.load(self.live)
+                b.store(b.and_(live, b.not_(lanes.value)), self.live)
+                continue
+            slot = self.pending[target]
+            b.store(b.or_(b.load(slot), lanes.value), slot)
+            resolved.append((target, lanes))
+        live = b.load(self.live)
+        for target, lanes in resolved:
+            nxt = func.append_basic_block("split")
+            direct = b.and_(self._same(lanes.value, live), self._any(lanes.value))
+            b.cbranch(direct, self.blocks[target], nxt)
+            b.position_at_end(nxt)
+        b.branch(self.dispatch)

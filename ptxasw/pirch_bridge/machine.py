@@ -1,0 +1,296 @@
+"""The `Machine` the lifter runs the shared semantics on: state as LLVM IR.
+
+Where the interpreter holds a warp's registers and memory, `LiftMachine`
+holds where they live in the lifted function: each PTX register is an
+``alloca`` of an InfReg (``<L x iN>``, promoted to SSA values by LLVM),
+``.param`` is the kernel's argument buffer, ``.shared`` a buffer per work
+group, and ``.global``/generic addresses are host pointers. Every effect is
+limited to the lanes that execute: register writes select under the
+execution mask the lifter sets per block (`exec`), memory accesses are
+masked by it and by the guard.
+
+Loads and stores take the fastest exact form the addresses allow at run
+time: one masked vector access when the lanes' addresses are consecutive
+(``addr == addr[0] + lane * size``), one scalar access broadcast when they
+are all equal (loads), and a masked gather/scatter otherwise.
+
+It is strict: what it cannot lift exactly (an unknown instruction, an
+address space or hook it does not model) raises `UnsupportedInstruction`
+with the instruction's ``file:line:col``; the lifter never emits a
+made-up value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from llvmlite import ir as ll
+
+from ptxasw import ir
+from ptxasw.emulator.semantics import domain as dm
+from ptxasw.emulator.semantics.collectives import warp_collective
+from ptxasw.errors import UnsupportedInstruction
+from ptxasw.ir import isa
+from ptxasw.pirch_bridge.domain import LLVMDomain, Vec
+
+__all__ = ["LiftMachine", "RegisterFile", "Specials"]
+
+_I8P = ll.IntType(8).as_pointer()
+
+
+@dataclass
+class RegisterFile:
+    """PTX registers as allocas in the entry block (declared width; predicates i1)."""
+
+    dom: LLVMDomain
+    entry: ll.Block
+    types: Callable[[str], str | None]
+    slots: dict[str, tuple[ll.AllocaInstr, int]] = field(default_factory=dict)
+
+    def slot(self, reg: ir.Register, width: int) -> tuple[ll.AllocaInstr, int]:
+        """The alloca of ``reg`` and its width (declared; else the first write's)."""
+        key = _key(reg)
+        hit = self.slots.get(key)
+        if hit is not None:
+            return hit
+        declared = self.types(reg.name)
+        bits = isa.type_bits(declared) if declared else None
+        width = 1 if declared == ".pred" else (bits or width)
+        b = ll.IRBuilder(self.entry)
+        b.position_at_start(self.entry)
+        slot = b.alloca(self.dom.vtype(width), name=key.lstrip("%").replace(".", "_"))
+        b.store(ll.Constant(self.dom.vtype(width), None), slot)
+        self.slots[key] = (slot, width)
+        return self.slots[key]
+
+
+@dataclass
+class Specials:
+    """The values of PTX's special registers in the lifted function."""
+
+    values: dict[tuple[str, str | None], Vec]
+
+
+class LiftMachine:
+    """`Machine[Vec]` emitting IR; the lifter sets `exec` and the instruction."""
+
+    def __init__(
+        self,
+        dom: LLVMDomain,
+        registers: RegisterFile,
+        specials: Specials,
+        params: ll.Value,
+        shared: ll.Value,
+        shared_stride: ll.Value,
+        symbols: dict[str, tuple[str, int]],
+    ) -> None:
+        self.dom = dom
+        self.registers = registers
+        self.specials = specials
+        self.params = params
+        self.shared = shared
+        self.shared_stride = shared_stride
+        self.symbols = symbols
+        self.exec: Vec = dom.const(1, 1)
+        self.inst: ir.Instruction | None = None
+
+    @property
+    def b(self) -> ll.IRBuilder:
+        return self.dom.b
+
+    def refuse(self, reason: str, inst: ir.Instruction | None = None) -> UnsupportedInstruction:
+        inst = inst or self.inst
+        if inst is None:
+            return UnsupportedInstruction("?", reason)
+        return UnsupportedInstruction(inst.mnemonic, reason, inst.loc)
+
+    # ---- registers ----------------------------------------------------------------------
+    def read(self, reg: ir.Register, width: int) -> Vec:
+        special = self.specials.values.get((reg.name, reg.selector))
+        if special is not None:
+            return dm.resize(self.dom, special, width, False)
+        if isa.is_special_register(reg.name):
+            raise self.refuse(f"special register {reg.name} is not lifted")
+        slot, stored = self.registers.slot(reg, width)
+        value = Vec(self.b.load(slot), stored)
+        return dm.resize(self.dom, value, width, False)
+
+    def write(self, reg: ir.Register, value: Vec) -> None:
+        if isa.is_special_register(reg.name):
+            raise self.refuse(f"write to special register {reg.name}")
+        slot, stored = self.registers.slot(reg, value.width)
+        new = dm.resize(self.dom, value, stored, False)
+        if self.exec.known is None or not all(self.exec.known):
+            new = self.dom.ite(self.exec, new, Vec(self.b.load(slot), stored))
+        self.b.store(new.value, slot)
+
+    # ---- symbols ----------------------------------------------------------------------------
+    def symbol_address(self, name: str, width: int) -> Vec:
+        hit = self.symbols.get(name)
+        if hit is None:
+            raise self.refuse(f"the address of {name} (module variables, functions) is not lifted")
+        return self.dom.const(hit[1], width)
+
+    # ---- memory --------------------------------------------------------------------------------
+    def _mask(self, cond: Vec | None) -> Vec:
+        return self.exec if cond is None else self.dom.and_(self.exec, cond)
+
+    def _base(self, space: str) -> tuple[ll.Value | None, Vec | None]:
+        """(base pointer or None for absolute addresses, per-lane byte offset added)."""
+        d = self.dom
+        if space == ".param":
+            return self.params, None
+        if space == ".shared":
+            group = d._const_lanes([i // d.wg_size for i in range(d.lanes)], 64)
+            stride = d.splat(self.b.zext(self.shared_stride, ll.IntType(64)), 64)
+            return self.shared, d.mul(group, stride)
+        if space in (".global", "generic"):
+            return None, None
+        raise self.refuse(f"accesses to {space} are not lifted")
+
+    def _addresses(self, space: str, address: Vec) -> Vec:
+        """Absolute 64-bit host addresses of every lane."""
+        d = self.dom
+        addr = dm.resize(d, address, 64, False)
+        base, offset = self._base(space)
+        if offset is not None:
+            addr = d.add(addr, offset)
+        if base is not None:
+            addr = d.add(addr, d.splat(self.b.ptrtoint(base, ll.IntType(64)), 64))
+        return addr
+
+    def load(self, inst: ir.Instruction, space: str, address: Vec, nbytes: int, cond: Vec | None) -> Vec:
+        self.inst = inst
+        width = nbytes * 8
+        mask = self._mask(cond)
+        if space == ".param" and address.known is not None and len(set(address.known)) == 1:
+            return self._param_scalar(address.known[0], width)
+        addrs = self._addresses(space, address)
+        return self._access(addrs, nbytes, mask, None)
+
+    def store(
+        self, inst: ir.Instruction, space: str, address: Vec, value: Vec, nbytes: int, cond: Vec | None
+    ) -> None:
+        self.inst = inst
+        if space == ".param":
+            raise self.refuse("stores to .param (calls) are not lifted")
+        value = dm.resize(self.dom, value, nbytes * 8, False)
+        self._access(self._addresses(space, address), nbytes, self._mask(cond), value)
+
+    def _param_scalar(self, offset: int, width: int) -> Vec:
+        b = self.b
+        ptr = b.gep(self.params, [ll.Constant(ll.IntType(64), offset)])
+        scalar = b.load(b.bitcast(ptr, ll.IntType(width).as_pointer()), align=1)
+        return self.dom.splat(scalar, width)
+
+    def _access(self, addrs: Vec, nbytes: int, mask: Vec, value: Vec | None) -> Vec:
+        """A masked load (``value`` None) or store at per-lane addresses, in the
+        fastest form their run-time pattern allows."""
+        d, b = self.dom, self.b
+        width = nbytes * 8
+        vt = d.vtype(width)
+        i32 = ll.IntType(32)
+        elem_p = ll.IntType(width).as_pointer()
+        align = ll.Constant(i32, nbytes)
+        first = b.extract_element(addrs.value, ll.Constant(i32, 0))
+        stride = d._const_lanes([i * nbytes for i in range(d.lanes)], 64)
+        expected = d.add(d.splat(first, 64), stride)
+        consecutive = _all(b, d.eq(addrs, expected).value, d.lanes)
+        fn = b.function
+        vec_bb = fn.append_basic_block("contiguous")
+        other_bb = fn.append_basic_block("scattered")
+        done_bb = fn.append_basic_block("accessed")
+        b.cbranch(consecutive, vec_bb, other_bb)
+        zero = ll.Constant(vt, None)
+        results: list[tuple[ll.Value, ll.Block]] = []
+
+        b.position_at_end(vec_bb)
+        vptr = b.inttoptr(first, vt.as_pointer())
+        if value is None:
+            name = f"llvm.masked.load.{d.suffix(width)}.p0{d.suffix(width)}"
+            results.append((d.call(name, [vptr, align, mask.value, zero], vt), b.block))
+        else:
+            name = f"llvm.masked.store.{d.suffix(width)}.p0{d.suffix(width)}"
+            d.call(name, [value.value, vptr, align, mask.value], ll.VoidType())
+        b.branch(done_bb)
+
+        b.position_at_end(other_bb)
+        ptrs = b.inttoptr(addrs.value, ll.VectorType(elem_p, d.lanes))
+        if value is None:
+            same = _all(b, d.eq(addrs, d.splat(first, 64)).value, d.lanes)
+            any_lane = _any(b, mask.value, d.lanes)
+            uniform_bb = fn.append_basic_block("uniform")
+            gather_bb = fn.append_basic_block("gather")
+            b.cbranch(b.and_(same, any_lane), uniform_bb, gather_bb)
+            b.position_at_end(uniform_bb)
+            scalar = b.load(b.inttoptr(first, elem_p), align=nbytes)
+            results.append((d.splat(scalar, width).value, b.block))
+            b.branch(done_bb)
+            b.position_at_end(gather_bb)
+            name = f"llvm.masked.gather.{d.suffix(width)}.v{d.lanes}p0i{width}"
+            results.append((d.call(name, [ptrs, align, mask.value, zero], vt), b.block))
+        else:
+            name = f"llvm.masked.scatter.{d.suffix(width)}.v{d.lanes}p0i{width}"
+            d.call(name, [value.value, ptrs, align, mask.value], ll.VoidType())
+        b.branch(done_bb)
+
+        b.position_at_end(done_bb)
+        if value is not None:
+            return value
+        phi = b.phi(vt)
+        for v, block in results:
+            phi.add_incoming(v, block)
+        return Vec(phi, width)
+
+    def atomic(
+        self,
+        inst: ir.Instruction,
+        space: str,
+        op: str,
+        address: Vec,
+        operands: list[Vec],
+        nbytes: int,
+        cond: Vec | None,
+    ) -> Vec:
+        raise self.refuse("atomics are not lifted", inst)
+
+    def convert_address(self, inst: ir.Instruction, space: str, value: Vec, to_generic: bool) -> Vec:
+        """``cvta``: global addresses are host pointers in both spaces; other spaces
+        would need the generic address map, which lifted code does not have."""
+        if space != ".global":
+            raise self.refuse(f"cvta of {space} addresses is not lifted", inst)
+        return value
+
+    # ---- the other lanes ---------------------------------------------------------------------------
+    def warp(self, inst: ir.Instruction, operands: list[Vec], cond: Vec | None) -> list[Vec]:
+        self.inst = inst
+        d = self.dom
+        active = d.lane_ballot(self.exec, d.const(0xFFFF_FFFF, 32))
+        return warp_collective(d, inst, operands, cond, active)
+
+    def barrier(self, inst: ir.Instruction, cond: Vec | None) -> None:
+        """``bar.warp.sync``: the lanes of a work group run in lockstep already.
+        A CTA barrier is a no-op only when the block is one work group."""
+        if inst.opcode not in ("bar", "barrier") or ".warp" in inst.modifiers:
+            return
+        if ".red" in inst.modifiers or ".arrive" in inst.modifiers:
+            raise self.refuse("bar.red/bar.arrive are not lifted", inst)
+
+    def unknown(self, inst: ir.Instruction, reason: str) -> None:
+        raise self.refuse(reason, inst)
+
+
+def _key(reg: ir.Register) -> str:
+    return reg.name if reg.selector is None else f"{reg.name}.{reg.selector}"
+
+
+def _any(b: ll.IRBuilder, bits: ll.Value, lanes: int) -> ll.Value:
+    """Whether some lane of an ``<L x i1>`` is set."""
+    return b.icmp_unsigned("!=", b.bitcast(bits, ll.IntType(lanes)), ll.Constant(ll.IntType(lanes), 0))
+
+
+def _all(b: ll.IRBuilder, bits: ll.Value, lanes: int) -> ll.Value:
+    """Whether every lane of an ``<L x i1>`` is set (one scalar compare)."""
+    ones = ll.Constant(ll.IntType(lanes), (1 << lanes) - 1)
+    return b.icmp_unsigned("==", b.bitcast(bits, ll.IntType(lanes)), ones)

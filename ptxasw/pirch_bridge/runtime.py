@@ -1,0 +1,187 @@
+"""Run lifted kernels on the host: compile (cached), encode arguments, launch a grid.
+
+`launch_lifted` mirrors the interpreter's `launch`: array arguments become
+device buffers (here: host copies whose addresses the kernel receives) that
+are copied back into writable arrays and returned in ``buffers``; scalars
+are encoded as the parameter's PTX type; ``bytes`` fill aggregate
+parameters. So one test or one ``ptxasw run --engine`` compares the two
+engines with the same arguments.
+
+The grid is cut into chunks of ``WG_PACK`` work groups along x (times every
+y and z); the chunks are split evenly between ``threads`` host threads, each
+making one ctypes call into the lifted ``KERNEL.range`` function (ctypes
+releases the GIL, so the threads run in parallel), each with its own shared
+memory window.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ptxasw import ir
+from ptxasw.emulator.concrete.variables import encode_scalar
+from ptxasw.errors import PtxError
+from ptxasw.pirch_bridge.jit import Compiled, compile_ir
+from ptxasw.pirch_bridge.lift import LiftedKernel, lift_kernel
+
+__all__ = ["LiftedLaunch", "compile_lifted", "launch_lifted", "run_lifted"]
+
+_RANGE_FN = ctypes.CFUNCTYPE(
+    None,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_uint32,
+    ctypes.c_uint64,
+    ctypes.c_uint64,
+    ctypes.c_uint32,
+    ctypes.c_uint32,
+    ctypes.c_uint32,
+)
+
+
+@dataclass
+class LiftedLaunch:
+    """What a launch of a lifted kernel produced (as `LaunchResult` for the interpreter)."""
+
+    buffers: list[np.ndarray | None]
+    seconds: float = 0.0
+    compile_seconds: float = 0.0
+    warnings: list[str] = field(default_factory=list)
+    printf: list[str] = field(default_factory=list)
+
+
+def compile_lifted(lifted: LiftedKernel) -> Compiled:
+    """The lifted module compiled for this host (cached by its IR text)."""
+    return compile_ir(lifted.ir_text)
+
+
+def _dims(value: Sequence[int] | int, what: str) -> tuple[int, int, int]:
+    dims = [value] if isinstance(value, int) else [int(v) for v in value]
+    if not 1 <= len(dims) <= 3 or any(d < 1 for d in dims):
+        raise PtxError(f"{what} must have 1 to 3 positive dimensions, got {value!r}")
+    dims += [1] * (3 - len(dims))
+    return dims[0], dims[1], dims[2]
+
+
+def _encode(
+    lifted: LiftedKernel, args: Sequence[object]
+) -> tuple[bytearray, list[tuple[int, np.ndarray, np.ndarray]]]:
+    """The parameter bytes; arrays are copied to buffers the kernel gets the address of."""
+    fn = lifted.kernel
+    if len(args) != len(fn.params):
+        raise PtxError(f"kernel {fn.name} takes {len(fn.params)} parameters, got {len(args)} arguments")
+    raw = bytearray(lifted.param_size)
+    copies: list[tuple[int, np.ndarray, np.ndarray]] = []
+    by_id: dict[int, np.ndarray] = {}
+    for i, (spec, arg) in enumerate(zip(fn.params, args, strict=True)):
+        off, size = lifted.param_layout[spec.name]
+        if isinstance(arg, np.ndarray):
+            if size != 8:
+                raise PtxError(
+                    f"parameter {i} ({spec.name}, {spec.type}) is not a 64-bit pointer, got an array"
+                )
+            buf = by_id.get(id(arg))
+            if buf is None:  # the same array twice: one buffer, as the interpreter aliases it
+                buf = by_id[id(arg)] = np.array(arg, copy=True, order="C")
+            copies.append((i, arg, buf))
+            encoded = int(buf.ctypes.data).to_bytes(8, "little")
+        elif isinstance(arg, (bytes, bytearray, np.void)):
+            encoded = bytes(arg)
+            if len(encoded) != size:
+                raise PtxError(f"parameter {i} ({spec.name}) is {size} bytes, got {len(encoded)}")
+        elif (
+            isinstance(arg, np.generic)
+            and arg.dtype.itemsize == size
+            and _is_float(spec) == (arg.dtype.kind == "f")
+        ):
+            encoded = arg.tobytes()
+        elif isinstance(arg, (bool, int, float, np.generic)):
+            value = arg.item() if isinstance(arg, np.generic) else arg
+            if isinstance(value, float) and not _is_float(spec):
+                raise PtxError(f"parameter {i} ({spec.name}) is {spec.type}; got the float {value}")
+            encoded = encode_scalar(value, spec.type)[:size].ljust(size, b"\0")
+        else:
+            raise PtxError(f"parameter {i} ({spec.name}): unsupported argument type {type(arg).__name__}")
+        raw[off : off + len(encoded)] = encoded
+    return raw, copies
+
+
+def _is_float(spec: ir.ParamSpec) -> bool:
+    return spec.type.startswith((".f", ".bf"))
+
+
+def launch_lifted(
+    lifted: LiftedKernel,
+    grid: Sequence[int] | int,
+    block: Sequence[int] | int,
+    args: Sequence[object],
+    shared_bytes: int = 0,
+    *,
+    threads: int | None = None,
+) -> LiftedLaunch:
+    """Run a lifted kernel over ``grid`` blocks of ``block`` (= ``(WG_SIZE, 1, 1)``) threads."""
+    g = _dims(grid, "grid")
+    blk = _dims(block, "block")
+    if blk != (lifted.wg_size, 1, 1):
+        raise PtxError(
+            f"kernel {lifted.function} was lifted for blocks of ({lifted.wg_size}, 1, 1) threads "
+            f"(one work group), got {blk}"
+        )
+    if shared_bytes and not lifted.dynamic_shared:
+        shared_bytes = 0  # the interpreter also accepts dynamic shared memory nobody declares
+    started = time.perf_counter()
+    compiled = compile_lifted(lifted)
+    compiled_at = time.perf_counter()
+    raw, copies = _encode(lifted, args)
+    params = (ctypes.c_uint8 * max(len(raw), 1)).from_buffer(raw)
+    stride = (lifted.shared_size + shared_bytes + 15) // 16 * 16
+    pack = lifted.wg_pack
+    chunks = -(-g[0] // pack) * g[1] * g[2]
+    nthreads = max(1, min(threads or os.cpu_count() or 1, chunks))
+    fn = _RANGE_FN(compiled.address(f"{lifted.function}.range"))
+    windows = [np.zeros(max(stride * pack, 16), dtype=np.uint8) for _ in range(nthreads)]
+    bounds = [chunks * t // nthreads for t in range(nthreads + 1)]
+
+    def work(t: int) -> None:
+        p = ctypes.addressof(params)
+        fn(p, windows[t].ctypes.data, stride, bounds[t], bounds[t + 1], g[0], g[1], g[2])
+
+    if nthreads == 1:
+        work(0)
+    else:
+        with ThreadPoolExecutor(nthreads) as pool:
+            list(pool.map(work, range(nthreads)))
+    buffers: list[np.ndarray | None] = [None] * len(args)
+    for i, arr, buf in copies:
+        result = buf.copy()
+        buffers[i] = result
+        if arr.flags.writeable and arr is not buf:
+            arr[...] = result
+    done = time.perf_counter()
+    return LiftedLaunch(buffers=buffers, seconds=done - compiled_at, compile_seconds=compiled_at - started)
+
+
+def run_lifted(
+    module: ir.Module,
+    kernel: str,
+    grid: Sequence[int] | int,
+    block: Sequence[int] | int,
+    args: Sequence[object],
+    shared_bytes: int = 0,
+    *,
+    wg_pack: int = 1,
+    threads: int | None = None,
+) -> LiftedLaunch:
+    """Lift ``kernel`` for the launch's block size and run it (the ``--engine llvm`` path)."""
+    blk = _dims(block, "block")
+    if blk[1] != 1 or blk[2] != 1 or blk[0] > 32:
+        raise PtxError(f"the llvm engine runs blocks of one warp (X <= 32, Y = Z = 1), got {blk}")
+    lifted = lift_kernel(module, kernel, wg_size=blk[0], wg_pack=wg_pack)
+    return launch_lifted(lifted, grid, blk, args, shared_bytes, threads=threads)
