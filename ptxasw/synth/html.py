@@ -74,7 +74,7 @@ details.file > summary { padding: .5em .8em; background: #f6f8fa; cursor: pointe
 .listing i { font-style: normal; position: absolute; left: 1ch; width: var(--lnw, 5ch); text-align: right;
   color: var(--muted); user-select: none; }
 .chunk > div:target { outline: 2px solid #d4a72c; outline-offset: -2px; }
-.listing .entry { font-weight: 700; }
+.listing .entry { font-weight: 700; border-top: 1px solid var(--line); }
 .listing .load-shuffle { background: var(--shuffle); box-shadow: inset 4px 0 var(--shuffle-edge); }
 .listing .load-reuse { background: var(--reuse); box-shadow: inset 4px 0 var(--reuse-edge); }
 .listing .load-blocked { background: var(--blocked); box-shadow: inset 4px 0 var(--blocked-edge); }
