@@ -27,6 +27,7 @@ class LazyGroup(click.Group):
     lazy: ClassVar[dict[str, str]] = {
         "check": "ptxasw.cli.check:check",
         "fmt": "ptxasw.cli.fmt:fmt",
+        "lift": "ptxasw.cli.lift:lift_command",
         "run": "ptxasw.cli.run:run_command",
         "toolkit": "ptxasw.cli.toolkit:toolkit_group",
         "trace": "ptxasw.cli.trace:trace_command",

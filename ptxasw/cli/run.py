@@ -153,6 +153,13 @@ def parse_arg(text: str) -> ArgSpec:
     type=click.IntRange(min=1),
     help="Give up after this many warp-instructions.",
 )
+@click.option(
+    "--engine",
+    type=click.Choice(["interp", "llvm"]),
+    default="interp",
+    show_default=True,
+    help="interp: the reference interpreter; llvm: lifted to LLVM (one-warp blocks) and run natively.",
+)
 def run_command(
     source: str,
     kernel: str | None,
@@ -162,10 +169,11 @@ def run_command(
     args: tuple[str, ...],
     outdir: str,
     max_steps: int,
+    engine: str = "interp",
 ) -> None:
     """Run a kernel on the CPU (the reference interpreter) and save its arrays."""
     try:
-        _run(source, kernel, grid, block, shared_bytes, args, outdir, max_steps)
+        _run(source, kernel, grid, block, shared_bytes, args, outdir, max_steps, engine)
     except PtxError as exc:
         click.echo(f"ptxasw: error: {exc}", err=True)
         sys.exit(1)
@@ -187,6 +195,7 @@ def _run(
     arg_texts: tuple[str, ...],
     outdir: str,
     max_steps: int,
+    engine: str = "interp",
 ) -> None:
     from ptxasw.emulator.concrete.interpreter import launch
     from ptxasw.parser import read_ptx
@@ -204,24 +213,24 @@ def _run(
     out = Path(outdir)
     if any(isinstance(s.value, np.ndarray) for s in specs):
         _make_outdir(out)  # before the run: a long run must not end in "cannot write"
+    if engine == "llvm":
+        from ptxasw.pirch_bridge.runtime import run_lifted
+
+        lifted = run_lifted(module, kernel, g, b, [s.value for s in specs], shared_bytes)
+        _save(specs, lifted.buffers, out)
+        click.echo(
+            f"ran {kernel} grid {g} block {b} lifted to LLVM: {lifted.seconds:.3f} s "
+            f"(compiling {lifted.compile_seconds:.3f} s)",
+            err=True,
+        )
+        return
     result = launch(module, kernel, g, b, [s.value for s in specs], shared_bytes, max_steps=max_steps)
 
     for line in result.printf:
         click.echo(line)
     for warning in result.warnings:
         click.echo(f"ptxasw: warning: {warning}", err=True)
-    marked = any(s.output for s in specs)
-    written = []
-    for i, (spec, buffer) in enumerate(zip(specs, result.buffers, strict=True)):
-        if buffer is None or (marked and not spec.output):
-            continue
-        path = out / f"arg{i}.npy"
-        try:
-            with open(path, "wb") as f:
-                np.save(f, buffer)
-        except OSError as exc:
-            raise output_error(path, exc) from None
-        written.append(str(path))
+    written = _save(specs, result.buffers, out, announce=False)
     rate = result.steps_per_second
     click.echo(
         f"ran {kernel} grid {g} block {b}: {result.steps} warp-instructions in "
@@ -231,6 +240,28 @@ def _run(
     )
     for path in written:
         click.echo(f"wrote {path}", err=True)
+
+
+def _save(
+    specs: list[ArgSpec], buffers: list[np.ndarray | None], out: Path, announce: bool = True
+) -> list[str]:
+    """Write every array argument (only the @out ones when some are marked) as OUTDIR/argN.npy."""
+    marked = any(s.output for s in specs)
+    written = []
+    for i, (spec, buffer) in enumerate(zip(specs, buffers, strict=True)):
+        if buffer is None or (marked and not spec.output):
+            continue
+        path = out / f"arg{i}.npy"
+        try:
+            with open(path, "wb") as f:
+                np.save(f, buffer)
+        except OSError as exc:
+            raise output_error(path, exc) from None
+        written.append(str(path))
+    if announce:
+        for path in written:
+            click.echo(f"wrote {path}", err=True)
+    return written
 
 
 def _make_outdir(out: Path) -> None:

@@ -176,12 +176,16 @@ def run_lifted(
     args: Sequence[object],
     shared_bytes: int = 0,
     *,
-    wg_pack: int = 1,
+    wg_pack: int | None = None,
     threads: int | None = None,
 ) -> LiftedLaunch:
-    """Lift ``kernel`` for the launch's block size and run it (the ``--engine llvm`` path)."""
+    """Lift ``kernel`` for the launch's block size and run it (the ``--engine llvm`` path).
+
+    ``wg_pack`` defaults to enough work groups to fill 16 lanes (one AVX-512
+    vector of 32-bit values)."""
     blk = _dims(block, "block")
     if blk[1] != 1 or blk[2] != 1 or blk[0] > 32:
         raise PtxError(f"the llvm engine runs blocks of one warp (X <= 32, Y = Z = 1), got {blk}")
-    lifted = lift_kernel(module, kernel, wg_size=blk[0], wg_pack=wg_pack)
+    pack = wg_pack if wg_pack is not None else max(1, 16 // blk[0])
+    lifted = lift_kernel(module, kernel, wg_size=blk[0], wg_pack=pack)
     return launch_lifted(lifted, grid, blk, args, shared_bytes, threads=threads)
