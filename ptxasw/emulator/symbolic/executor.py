@@ -98,6 +98,7 @@ __all__ = [
     "Budget",
     "Flow",
     "KernelAnalysis",
+    "Observation",
     "Stats",
     "SymbolicExecutor",
     "analyze_kernel",
@@ -211,6 +212,19 @@ class Access:
     readonly: bool = False
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class Observation:
+    """Register values right after a watched instruction ran on a flow
+    (`SymbolicExecutor`'s ``watch``): what a proof about a rewrite compares.
+    ``conditions`` is the length of the path condition then, as for `Access`;
+    ``trace_length`` how many accesses the flow had recorded."""
+
+    inst: ir.Instruction
+    values: tuple[BV, ...]
+    conditions: int
+    trace_length: int
+
+
 @dataclass(eq=False)
 class Flow:
     """One explored path: its accesses and path condition.
@@ -222,7 +236,8 @@ class Flow:
     ``trap``, ``fell-off`` (past the last instruction), ``loop`` (back at a
     loop header: one abstract iteration done), ``merged`` (same state as flow
     ``merged_into`` at block ``end_block``), ``cycle`` (an irreducible cycle),
-    ``budget`` (stopped by a budget).
+    ``budget`` (stopped by a budget). ``observations``: the values of the
+    watched registers after each watched instruction, in execution order.
     """
 
     id: int
@@ -232,6 +247,7 @@ class Flow:
     trace: list[Access] = field(default_factory=list)
     may_alias_store: dict[int, int] = field(default_factory=dict)
     blocks: list[int] = field(default_factory=list)
+    observations: list[Observation] = field(default_factory=list)
     end: str = "running"
     end_block: int | None = None
     merged_into: int | None = None
@@ -790,12 +806,26 @@ class SymbolicExecutor:
     """
 
     def __init__(
-        self, module: ir.Module, fn: ir.Function, budget: Budget | None = None, strict: bool = False
+        self,
+        module: ir.Module,
+        fn: ir.Function,
+        budget: Budget | None = None,
+        strict: bool = False,
+        *,
+        merge: bool = True,
+        watch: dict[int, tuple[ir.Register, ...]] | None = None,
     ) -> None:
         """``strict``: an instruction the semantics cannot model raises
         `UnsupportedInstruction` (with its ``file:line:col``) instead of
         giving its results fresh values; for the lifter, which must never
-        compute with a made-up value."""
+        compute with a made-up value.
+
+        ``merge``: stop a flow that reaches a block in the same state as an
+        earlier one (memoisation). A proof that pairs the flows of two
+        versions of a kernel turns it off, so that every path is its own flow
+        with its own path condition. ``watch``: ``id()`` of module
+        instructions -> registers whose values are recorded after the
+        instruction runs (`Flow.observations`)."""
         from ptxasw.emulator.semantics.instructions import Semantics  # written alongside; imported late
 
         self.module = module
@@ -838,6 +868,8 @@ class SymbolicExecutor:
         self.partial: str | None = None
         self._load_funcs: dict[tuple[str, int, int, int], z3.FuncDeclRef] = {}
         self._pointer_free: dict[int, dict[int, z3.ExprRef]] = {}  # width -> id -> term
+        self.merge = merge
+        self.watch = watch or {}
 
     # ---- setup -------------------------------------------------------------
 
@@ -1464,14 +1496,15 @@ class SymbolicExecutor:
             if st.block in st.visited:
                 self._finish(st, "cycle")
                 return
-            key, values = self._memo_key(st)
-            seen = self.memo.get(key)
-            if seen is not None:
-                self.stats.merged += 1
-                self._finish(st, "merged", seen[0])
-                return
-            # The values stay referenced so that their Z3 ids are not reused.
-            self.memo[key] = (st.flow.id, values)
+            if self.merge:
+                key, values = self._memo_key(st)
+                seen = self.memo.get(key)
+                if seen is not None:
+                    self.stats.merged += 1
+                    self._finish(st, "merged", seen[0])
+                    return
+                # The values stay referenced so that their Z3 ids are not reused.
+                self.memo[key] = (st.flow.id, values)
             st.visited.add(st.block)
             st.flow.blocks.append(st.block)
             block = cfg.blocks[st.block]
@@ -1486,6 +1519,8 @@ class SymbolicExecutor:
                     self._call(st, inst)
                 else:
                     self._execute(inst)
+                if self.watch:
+                    self._observe(st, inst)
             if term is None:
                 self._goto(st, block.fallthrough if block.fallthrough is not None else cfg.exit)
                 if st.flow.end != "running":
@@ -1509,6 +1544,19 @@ class SymbolicExecutor:
         except Exception as exc:  # a semantics gap must not stop the analysis
             self.unknown(inst, f"{type(exc).__name__}: {exc}")
             self._havoc_defs(inst)
+
+    def _observe(self, st: _State, inst: ir.Instruction) -> None:
+        """Record the watched registers of ``inst`` (see ``watch``)."""
+        module_inst = self.origin.get(id(inst), inst)
+        regs = self.watch.get(id(module_inst))
+        if regs is None:
+            return
+        values = []
+        for reg in regs:
+            value = st.env.get((reg.name, reg.selector))
+            values.append(value if value is not None else self.dom.fresh(f"undef.{_reg_text(reg)}", 32))
+        flow = st.flow
+        flow.observations.append(Observation(module_inst, tuple(values), len(st.pc), len(flow.trace)))
 
     def _havoc_defs(self, inst: ir.Instruction) -> None:
         for reg, typ in isa.typed_defs(inst):
@@ -1585,6 +1633,7 @@ class SymbolicExecutor:
         flow = Flow(len(self.flows), parent=parent.id, fork_index=len(parent.trace), trace=list(parent.trace))
         flow.may_alias_store = dict(parent.may_alias_store)
         flow.blocks = list(parent.blocks)
+        flow.observations = list(parent.observations)
         self.flows.append(flow)
         self.stats.forks += 1
         child = st.fork(flow)

@@ -39,6 +39,14 @@ import z3
 BV = z3.BitVecRef
 
 LANES = 32
+
+
+def _simplify(e: z3.ExprRef) -> z3.ExprRef:
+    """Z3's simplifier, keeping sign extensions (expanded, each is a 32-way
+    ``concat`` of the sign bit: large terms the pretty-printer cannot read)."""
+    return z3.simplify(e, elim_sign_ext=False)
+
+
 _DIMS = ("x", "y", "z")
 _LANEMASKS = ("eq", "lt", "le", "gt", "ge")
 # Names of variables the same in every lane of a warp (besides the
@@ -70,10 +78,10 @@ class LaneModel:
         self._tid = {s: self._make_tid(s) for s in _DIMS}
         self._laneid = z3.BitVec("%laneid", 32)
         x, y, z = (self._tid[s] for s in _DIMS)
-        self._linear = z3.simplify(x + self._ntid["x"] * (y + self._ntid["y"] * z))
+        self._linear = _simplify(x + self._ntid["x"] * (y + self._ntid["y"] * z))
         size = self._ntid["x"] * self._ntid["y"] * self._ntid["z"]
         # Threads of the warp from this lane's lane 0 on: lane l exists iff l < remaining.
-        self._remaining = z3.simplify(size - (self._linear - self._laneid))
+        self._remaining = _simplify(size - (self._linear - self._laneid))
         self._pairs: dict[int, list[tuple[BV, BV]]] = {}
 
     # ---- the thread's ids --------------------------------------------------------------------
@@ -113,12 +121,12 @@ class LaneModel:
     def lane_of_thread(self) -> BV:
         """What ``%laneid`` equals, in terms of ``%tid`` (an axiom of the executor)."""
         if self.rows_whole:
-            return z3.simplify(self._tid["x"] & 31)
+            return _simplify(self._tid["x"] & 31)
         # linear % 32 needs only the low 5 bits of every factor: 5-bit
         # multiplications, which the solver bit-blasts cheaply.
         x, y, z = (z3.Extract(4, 0, self._tid[s]) for s in _DIMS)
         nx, ny = (z3.Extract(4, 0, self._ntid[s]) for s in ("x", "y"))
-        return z3.simplify(z3.ZeroExt(27, x + nx * (y + ny * z)))
+        return _simplify(z3.ZeroExt(27, x + nx * (y + ny * z)))
 
     # ---- another lane ------------------------------------------------------------------------
     def thread_in_lane(self, src: BV) -> list[tuple[BV, BV]]:
@@ -129,7 +137,7 @@ class LaneModel:
         lane = self._laneid
         pairs: list[tuple[BV, BV]] = [(lane, src)]
         if self.rows_whole:
-            pairs.append((self._tid["x"], z3.simplify(self._tid["x"] - lane + src)))
+            pairs.append((self._tid["x"], _simplify(self._tid["x"] - lane + src)))
         else:
             other = self._linear - lane + src
             nx, ny = self._ntid["x"], self._ntid["y"]
@@ -140,20 +148,41 @@ class LaneModel:
             }
             for sel in _DIMS:
                 if not z3.is_bv_value(self._tid[sel]):
-                    pairs.append((self._tid[sel], z3.simplify(ids[sel])))
-        one = z3.BitVecVal(1, 32)
-        eq = one << src
-        masks = {"eq": eq, "lt": eq - 1, "le": (eq << 1) - 1, "gt": ~((eq << 1) - 1), "ge": ~(eq - 1)}
-        pairs.extend((z3.BitVec(f"%lanemask_{k}", 32), z3.simplify(masks[k])) for k in _LANEMASKS)
+                    pairs.append((self._tid[sel], _simplify(ids[sel])))
+        pairs.extend(self._lanemask_pairs(src))
         if key is not None:
             self._pairs[key] = pairs
         return pairs
+
+    def thread_in_row(self, src: BV) -> list[tuple[BV, BV]]:
+        """Substitution pairs to lane ``src``'s thread when it is in this
+        thread's row (`in_row`): only ``%tid.x`` (and the lane) move. The
+        same ids `thread_in_lane` gives there, without a division."""
+        lane = self._laneid
+        return [
+            (lane, src),
+            (self._tid["x"], _simplify(self._tid["x"] - lane + src)),
+            *self._lanemask_pairs(src),
+        ]
+
+    def in_row(self, src: BV) -> z3.BoolRef:
+        """Whether lane ``src``'s thread is in this thread's row of the block
+        (then it exists, and differs from this thread in ``%tid.x`` only)."""
+        if self.rows_whole:
+            return z3.BoolVal(True)
+        return _simplify(z3.ULT(self._tid["x"] - self._laneid + src, self._ntid["x"]))
+
+    @staticmethod
+    def _lanemask_pairs(src: BV) -> list[tuple[BV, BV]]:
+        eq = z3.BitVecVal(1, 32) << src
+        masks = {"eq": eq, "lt": eq - 1, "le": (eq << 1) - 1, "gt": ~((eq << 1) - 1), "ge": ~(eq - 1)}
+        return [(z3.BitVec(f"%lanemask_{k}", 32), _simplify(masks[k])) for k in _LANEMASKS]
 
     def exists(self, src: BV) -> z3.BoolRef:
         """Whether lane ``src`` of this warp holds a thread (a partial last warp has fewer)."""
         if self.rows_whole:
             return z3.BoolVal(True)
-        return z3.simplify(z3.ULT(src, self._remaining))
+        return _simplify(z3.ULT(src, self._remaining))
 
     def existing(self) -> BV:
         """The 32-bit mask of lanes that hold a thread: the active lanes of a converged warp."""
@@ -161,7 +190,7 @@ class LaneModel:
             return z3.BitVecVal(0xFFFFFFFF, 32)
         rem = self._remaining
         low = (z3.BitVecVal(1, 32) << rem) - 1
-        return z3.simplify(z3.If(z3.ULT(rem, 32), low, z3.BitVecVal(0xFFFFFFFF, 32)))
+        return _simplify(z3.If(z3.ULT(rem, 32), low, z3.BitVecVal(0xFFFFFFFF, 32)))
 
     def read(self, value: BV, src: BV) -> BV:
         """``value`` in lane ``src`` (see the module docstring)."""
@@ -177,11 +206,15 @@ class LaneModel:
             return lambda src: value  # the same in every lane
 
         def move(src: BV) -> BV:
-            moved = z3.simplify(z3.substitute(value, *self.thread_in_lane(src)))
+            moved = _simplify(z3.substitute(value, *self.thread_in_lane(src)))
             if self.rows_whole:
                 return moved
-            # Past the end of a partial warp there is no thread: the lane keeps its own value.
-            return z3.simplify(z3.If(self.exists(src), moved, value))
+            # Past the end of a partial warp there is no thread: the lane keeps
+            # its own value. A thread of the same row is the common case, and
+            # the one a solver can reason about without dividing: give it apart.
+            same_row = _simplify(z3.substitute(value, *self.thread_in_row(src)))
+            other = _simplify(z3.If(self.exists(src), moved, value))
+            return _simplify(z3.If(self.in_row(src), same_row, other))
 
         return move
 
@@ -260,7 +293,7 @@ class LaneModel:
             z3.If(z3.And(z3.Extract(lane, lane, part) == 1, v == 1), z3.BitVecVal(1, 1), z3.BitVecVal(0, 1))
             for lane, v in enumerate(self.each_lane(pred))
         ]
-        return z3.simplify(z3.Concat(*reversed(bits)))
+        return _simplify(z3.Concat(*reversed(bits)))
 
     def match(self, value: BV, part: BV) -> BV:
         if not self.expand:
@@ -271,7 +304,7 @@ class LaneModel:
             )
             for lane, v in enumerate(self.each_lane(value))
         ]
-        return z3.simplify(z3.Concat(*reversed(bits)))
+        return _simplify(z3.Concat(*reversed(bits)))
 
     def reduce(self, op: str, value: BV, part: BV) -> BV:
         if op not in _COMBINE:
@@ -284,7 +317,7 @@ class LaneModel:
         combine = _COMBINE[op]
         for lane, v in enumerate(self.each_lane(value)):
             result = z3.If(z3.Extract(lane, lane, part) == 1, combine(result, v), result)
-        return z3.simplify(z3.If(part == 0, z3.BitVecVal(0, w), result))
+        return _simplify(z3.If(part == 0, z3.BitVecVal(0, w), result))
 
 
 # Flags of `LaneModel._classify`.

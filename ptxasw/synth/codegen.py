@@ -1,0 +1,199 @@
+"""Emitting the shuffles the detection chose (PTXASW paper, section 5.2).
+
+For a load B that lane ``laneid + N`` already loaded as A::
+
+    ld.global.f32 %fA, [...];        // A, unchanged
+    mov.f32 %swsrc0, %fA;            // A's value, kept for the shuffles
+    ...
+    activemask.b32 %swm0;            // B's place
+    setp.ne.b32 %swinc0, %swm0, -1;  // an incomplete warp: everyone loads
+    setp.lt.u32 %swoor0, %swright, N;// no thread N to the right in this warp and row
+    or.pred %swp0, %swinc0, %swoor0;
+    shfl.sync.down.b32 %fB, %swsrc0, N, 31, %swm0;
+    @%swp0 ld.global.f32 %fB, [...];  // B, kept for the corner cases
+
+``.up`` with ``-N`` for N < 0; a plain ``mov`` for N == 0. 64-bit values
+travel as two 32-bit shuffles. No branch is added: one predicate per shuffle,
+as the paper does, so the code stays straight-line for ``ptxas``.
+
+Beyond the paper: the room to the right (``%swright``) and left
+(``%swleft``) is computed once at the kernel's entry as the smaller of what
+the warp and the block's row leave: ``min(31 - laneid, ntid.x - 1 - tid.x)``.
+When ``%ntid.x`` is not a multiple of 32 a warp spans rows, and lane
+``laneid + N`` may hold the thread at the start of the next row; the row
+term sends those lanes to the load. With ``.reqntid`` whose x is a multiple
+of 32 the row term is implied and left out.
+
+Modes ``noload`` and ``nocorner`` are the paper's ablations (no fallback
+load; shuffle only). They give wrong values at warp edges and exist for
+measurement.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ptxasw import ir
+from ptxasw.ir.builder import FunctionBuilder
+from ptxasw.synth.detect import LoadVerdict, Status
+
+__all__ = ["Site", "emit_shuffles"]
+
+
+@dataclass
+class Site:
+    """One rewritten load: after ``last`` runs, ``dst`` holds its value;
+    ``source`` is the register the value came from (the copy of A)."""
+
+    verdict: LoadVerdict
+    last: ir.Instruction
+    dst: ir.Register
+    source: ir.Register
+
+
+def emit_shuffles(
+    builder: FunctionBuilder, verdicts: list[LoadVerdict], mode: str = "normal", rows_whole: bool = False
+) -> list[Site]:
+    """Rewrite the chosen loads of ``builder``'s function (edits in place).
+
+    ``rows_whole``: ``%ntid.x`` is known to be a multiple of 32 (``.reqntid``).
+    The verdicts' instructions must be the function's own.
+    """
+    chosen = [v for v in verdicts if v.rewritten and v.in_kernel]
+    if not chosen:
+        return []
+    gen = _Generator(builder, mode, rows_whole)
+    gen.prologue({v.delta for v in chosen if v.delta})
+    return [gen.site(v) for v in chosen]
+
+
+class _Generator:
+    def __init__(self, b: FunctionBuilder, mode: str, rows_whole: bool) -> None:
+        self.b = b
+        self.mode = mode
+        self.rows_whole = rows_whole
+        self.sources: dict[int, ir.Register] = {}
+        self.right: ir.Register | None = None
+        self.left: ir.Register | None = None
+
+    # ---- once per kernel ----------------------------------------------------------------------
+    def prologue(self, deltas: set[int]) -> None:
+        """The room to the right and left of each thread, at the kernel's entry."""
+        if self.mode == "nocorner" or not deltas:
+            return
+        b = self.b
+        code: list[ir.Instruction] = []
+        lane = b.fresh(".u32", "lane")
+        code.append(b.mov(lane, ir.Register("%laneid")))
+        tid = ntid = None
+        if not self.rows_whole:
+            tid, ntid = b.fresh(".u32", "tid"), b.fresh(".u32", "ntid")
+            code += [b.mov(tid, ir.Register("%tid", "x")), b.mov(ntid, ir.Register("%ntid", "x"))]
+        if any(d > 0 for d in deltas):
+            self.right = b.fresh(".u32", "right")
+            code.append(b.sub(self.right, 31, lane, ".u32"))
+            if tid is not None and ntid is not None:
+                row = b.fresh(".u32", "row")
+                code += [
+                    b.sub(row, ntid, tid, ".u32"),
+                    b.sub(row, row, 1, ".u32"),
+                    b.instruction("min", [".u32"], [self.right, self.right, row]),
+                ]
+        if any(d < 0 for d in deltas):
+            self.left = b.fresh(".u32", "left")
+            if tid is not None:
+                code.append(b.instruction("min", [".u32"], [self.left, lane, tid]))
+            else:
+                code.append(b.mov(self.left, lane))
+        b.insert_before(_entry_anchor(b.fn), code)
+
+    # ---- per load -----------------------------------------------------------------------------
+    def source(self, load: ir.Instruction) -> ir.Register:
+        """The copy of ``load``'s value made right after it (one per source load)."""
+        reg = self.sources.get(id(load))
+        if reg is None:
+            dst = _dst(load)
+            typ = self.b.declared_type(dst)
+            assert typ is not None, f"{dst.name} has no declared type"
+            reg = self.b.fresh(typ, "src")
+            self.b.insert_after(load, self.b.mov(reg, dst))
+            self.sources[id(load)] = reg
+        return reg
+
+    def site(self, v: LoadVerdict) -> Site:
+        assert v.source is not None and v.delta is not None
+        b, load, delta = self.b, v.load, v.delta
+        src, dst = self.source(v.source), _dst(load)
+        if v.status is Status.REUSE:
+            mov = b.mov(dst, src)
+            b.replace(load, [mov])
+            return Site(v, mov, dst, src)
+        code: list[ir.Instruction] = []
+        mask: ir.Operand | int = 0xFFFFFFFF
+        fallback: ir.Register | None = None
+        if self.mode != "nocorner":
+            active, incomplete, edge = b.fresh(".b32", "m"), b.fresh_pred("inc"), b.fresh_pred("oor")
+            fallback = b.fresh_pred("p")
+            room = self.right if delta > 0 else self.left
+            assert room is not None
+            code += [
+                b.activemask(active),
+                b.setp("ne", incomplete, active, -1, ".b32"),
+                b.setp("lt", edge, room, abs(delta), ".u32"),
+                b.instruction("or", [".pred"], [fallback, incomplete, edge]),
+            ]
+            mask = active
+        # The fallback load reads its address after the shuffle wrote dst:
+        # shuffle into a temporary when dst is part of the address.
+        clash = fallback is not None and self.mode == "normal" and _address_uses(load, dst)
+        target = b.fresh(b.declared_type(dst) or ".b32", "shv") if clash else dst
+        code += self._shuffle(target, src, delta, mask)
+        if fallback is not None and self.mode == "normal":
+            code.append(b.copy(load, guard=ir.Guard(fallback)))
+            if clash:
+                code.append(b.mov(dst, target, guard=ir.Guard(fallback, negated=True)))
+        b.replace(load, code)
+        return Site(v, code[-1], dst, src)
+
+    def _shuffle(
+        self, dst: ir.Register, src: ir.Register, delta: int, mask: ir.Operand | int
+    ) -> list[ir.Instruction]:
+        b = self.b
+        direction, clamp = ("down", 31) if delta > 0 else ("up", 0)
+        typ = b.declared_type(dst) or ".b32"
+        if _bits(typ) == 32:
+            return [b.shfl_sync(direction, dst, src, abs(delta), clamp, mask)]
+        lo, hi, slo, shi = (b.fresh(".b32", n) for n in ("lo", "hi", "slo", "shi"))
+        return [
+            b.instruction("mov", [".b64"], [ir.VectorOperand((lo, hi)), src]),
+            b.shfl_sync(direction, slo, lo, abs(delta), clamp, mask),
+            b.shfl_sync(direction, shi, hi, abs(delta), clamp, mask),
+            b.instruction("mov", [".b64"], [dst, ir.VectorOperand((slo, shi))]),
+        ]
+
+
+def _dst(load: ir.Instruction) -> ir.Register:
+    dst = load.operands[0]
+    assert isinstance(dst, ir.Register)
+    return dst
+
+
+def _bits(typ: str) -> int:
+    from ptxasw.ir import isa
+
+    return isa.type_bits(typ) or 32
+
+
+def _address_uses(load: ir.Instruction, reg: ir.Register) -> bool:
+    address = load.operands[1] if len(load.operands) > 1 else None
+    return isinstance(address, ir.Address) and isinstance(address.base, ir.Register) and address.base == reg
+
+
+def _entry_anchor(fn: ir.Function) -> ir.Statement:
+    """The first statement after the body's opening declarations: code put
+    before it runs once, before any label a loop could branch back to."""
+    assert fn.body is not None
+    for stmt in fn.body.body:
+        if not isinstance(stmt, ir.VarDecl):
+            return stmt
+    raise ValueError(f"{fn.name} has an empty body")

@@ -1,0 +1,408 @@
+"""Which global loads a neighbouring lane already loaded (PTXASW paper, section 5.1).
+
+A load B can take its value from an earlier load A of lane ``laneid + N``
+when, for every thread, ``A(tid.x + N) == B(tid.x)`` with a constant N in
+``-31..31``. The symbolic traces give A's and B's values as terms over the
+thread ids (``load_global_32@v(address)``); the question is asked of Z3 on
+every flow that reaches B, under that flow's path condition. Beyond the
+equation the pair must satisfy what makes the generated code right:
+
+- A **dominates** B in the control-flow graph and both sit in the same
+  loops: every thread that reaches B has executed A in the same iteration,
+  so the copy of A's value made right after A is defined and current.
+- A is unguarded, scalar, of the same type and register width as B.
+- Nothing in between may have changed the location: no store of the flow
+  that may alias A's address before B (unless A is read-only data), and A
+  and B read the same memory version.
+- A's value is the **same term on every flow** that reaches B: a source lane
+  may have come by another path, and its copy holds what its own path
+  computed; one term for all paths makes that the value the proof speaks of.
+- The source stays a load: B's that become shuffles are not sources of
+  later ones (the paper's rule: shuffles over shuffled values cost ILP).
+
+Among the sources that qualify the smallest ``|N|`` wins (N == 0 reuses the
+register), then the nearest one. A load that gets none is reported with why.
+The no-wrap assumption of index arithmetic (`ptxasw.synth.solver`) is used
+only where the equation needs it, and recorded with the load.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+import z3
+
+from ptxasw import ir
+from ptxasw.analysis.cfg import CFG
+from ptxasw.emulator.symbolic.executor import Access, Budget, Flow, KernelAnalysis, SymbolicExecutor
+from ptxasw.ir import isa
+from ptxasw.synth.solver import NO_WRAP, Prover, shift_thread
+
+__all__ = [
+    "MODES",
+    "KernelPlan",
+    "LoadVerdict",
+    "Options",
+    "Status",
+    "detect_kernel",
+    "is_global_load",
+    "register_widths",
+]
+
+MODES = ("normal", "noload", "nocorner")
+
+
+@dataclass(frozen=True)
+class Options:
+    """What the synthesis may do.
+
+    ``max_delta``: the largest ``|N|`` (the paper used 1 for application
+    kernels). ``mode``: ``normal`` (always correct), ``noload`` (no fallback
+    load: wrong at warp edges) or ``nocorner`` (shuffle only; wrong at warp
+    edges and in incomplete warps) — the paper's ablations, for measurement.
+    ``time_s``: analysis budget per kernel (each of the two runs).
+    """
+
+    max_delta: int = 31
+    mode: str = "normal"
+    time_s: float = 10.0
+    solver_timeout_ms: int = 500
+    max_paths: int = 256
+
+    def key(self) -> str:
+        return f"mode={self.mode};max_delta={self.max_delta};time={self.time_s:g};paths={self.max_paths}"
+
+
+class Status(StrEnum):
+    SHUFFLE = "shuffle"
+    REUSE = "reuse"
+    BLOCKED = "blocked"
+
+
+@dataclass
+class LoadVerdict:
+    """What became of one load instruction of the kernel."""
+
+    load: ir.Instruction
+    status: Status
+    delta: int | None = None
+    source: ir.Instruction | None = None
+    reason: str | None = None
+    assumptions: tuple[str, ...] = ()
+    proof: str | None = None  # "proved", or why not, once the rewrite was checked
+    in_kernel: bool = True  # False: the load sits in a called function
+
+    @property
+    def rewritten(self) -> bool:
+        return self.status is not Status.BLOCKED
+
+    def block(self, reason: str) -> None:
+        self.status, self.delta, self.source, self.assumptions = Status.BLOCKED, None, None, ()
+        self.reason = reason
+
+
+@dataclass
+class KernelPlan:
+    """The detection result of one kernel, loads in program order."""
+
+    kernel: str
+    analysis: KernelAnalysis
+    verdicts: list[LoadVerdict] = field(default_factory=list)
+    seconds: float = 0.0
+    block_shape_known: bool = False  # .reqntid with %ntid.x a multiple of 32
+
+    @property
+    def chosen(self) -> list[LoadVerdict]:
+        return [v for v in self.verdicts if v.rewritten]
+
+    @property
+    def global_loads(self) -> int:
+        return sum(1 for v in self.verdicts if v.in_kernel and is_global_load(v.load))
+
+
+def is_global_load(inst: ir.Instruction) -> bool:
+    return inst.opcode in ("ld", "ldu") and isa.state_space(inst) == ".global"
+
+
+def _is_plain_load(inst: ir.Instruction) -> bool:
+    """A load through a generic address (no state space): may be global."""
+    return inst.opcode in ("ld", "ldu") and isa.state_space(inst) == "generic"
+
+
+@dataclass
+class _Pair:
+    delta: int | None
+    reason: str | None = None
+    assumptions: tuple[str, ...] = ()
+
+
+class _Detector:
+    def __init__(self, module: ir.Module, fn: ir.Function, options: Options) -> None:
+        self.module = module
+        self.fn = fn
+        self.options = options
+        self.prover = Prover(options.solver_timeout_ms)
+        budget = Budget(time_s=options.time_s, max_paths=options.max_paths)
+        self.executor = SymbolicExecutor(module, fn, budget, merge=False)
+        self.analysis = self.executor.run()
+        self.cfg: CFG = self.executor.cfg
+        self.models: dict[int, z3.ModelRef | None] = {}
+        self.widths = register_widths(fn)
+        # Where each module instruction sits in the analysed (inlined) body,
+        # and on which flows it ran.
+        self.index: dict[int, int] = {}
+        self.occurrences: dict[int, list[tuple[Flow, int]]] = {}
+        for flow in self.analysis.flows:
+            for j, acc in enumerate(flow.trace):
+                if acc.kind == "ld":
+                    self.index.setdefault(id(acc.inst), acc.index)
+                    self.occurrences.setdefault(id(acc.inst), []).append((flow, j))
+        self.loops_of = {
+            b: frozenset(loop.header for loop in self.cfg.loops if b in loop)
+            for b in range(len(self.cfg.blocks))
+        }
+
+    # ---- the plan --------------------------------------------------------------------------------
+    def plan(self) -> list[LoadVerdict]:
+        own = [i for i in self.fn.instructions() if is_global_load(i) or _is_plain_load(i)]
+        own_ids = {id(i) for i in own}
+        verdicts: list[LoadVerdict] = []
+        targets: set[int] = set()
+        for inst in own:
+            verdict = self._decide(inst, own, targets)
+            if verdict.rewritten:
+                targets.add(id(inst))
+            verdicts.append(verdict)
+        # Loads of called functions the analysis followed: listed, never rewritten
+        # (the callee's code is shared by every caller).
+        seen: set[int] = set()
+        for flow in self.analysis.flows:
+            for acc in flow.trace:
+                if acc.kind != "ld" or id(acc.inst) in own_ids or id(acc.inst) in seen:
+                    continue
+                if acc.space == ".global" or (acc.space == "generic" and _is_plain_load(acc.inst)):
+                    seen.add(id(acc.inst))
+                    verdicts.append(
+                        LoadVerdict(acc.inst, Status.BLOCKED, reason="in a called function", in_kernel=False)
+                    )
+        return verdicts
+
+    def _decide(self, inst: ir.Instruction, own: list[ir.Instruction], targets: set[int]) -> LoadVerdict:
+        verdict = LoadVerdict(inst, Status.BLOCKED)
+        problem = _unsupported(inst, self._register_bits(inst))
+        if problem is not None:
+            verdict.reason = problem
+            return verdict
+        occurrences = self.occurrences.get(id(inst), [])
+        if not occurrences:
+            verdict.reason = (
+                f"analysis budget ({self.analysis.reason})"
+                if not self.analysis.complete
+                else "not reached by the analysis"
+            )
+            return verdict
+        candidates = [a for a in own if a is not inst and id(a) not in targets and self._may_source(a, inst)]
+        if not candidates:
+            verdict.reason = "no neighbour"
+            return verdict
+        found: list[tuple[int, int, ir.Instruction, _Pair]] = []
+        reasons: list[str] = []
+        for order, source in enumerate(candidates):
+            pair = self._pair(source, inst, occurrences)
+            if pair.delta is None:
+                reasons.append(pair.reason or "no neighbour")
+            elif abs(pair.delta) > min(self.options.max_delta, 31):
+                reasons.append(f"delta out of range ({pair.delta:+d})")
+            else:
+                found.append((abs(pair.delta), -order, source, pair))
+        if not found:
+            verdict.reason = _most_telling(reasons)
+            return verdict
+        _, _, source, pair = min(found, key=lambda t: (t[0], t[1]))
+        assert pair.delta is not None
+        verdict.status = Status.REUSE if pair.delta == 0 else Status.SHUFFLE
+        verdict.delta, verdict.source, verdict.assumptions = pair.delta, source, pair.assumptions
+        if not self.analysis.complete:
+            # Every flow that ran agrees, but some did not run: keep it out.
+            verdict.block(f"analysis budget ({self.analysis.reason})")
+        return verdict
+
+    def _register_bits(self, inst: ir.Instruction) -> int | None:
+        dst = inst.operands[0] if inst.operands else None
+        if not isinstance(dst, ir.Register):
+            return None
+        typ = isa.instruction_type(inst)
+        bits = isa.type_bits(typ) if typ else None
+        # A narrow load (ld.u8) into a wider register: the register's width counts.
+        declared = self.widths.get(dst.name)
+        return declared if declared is not None else bits
+
+    def _may_source(self, source: ir.Instruction, load: ir.Instruction) -> bool:
+        """Structural conditions (see the module docstring) before any solving."""
+        if not is_global_load(source) or source.guard is not None:
+            return False
+        if isa.instruction_type(source) != isa.instruction_type(load):
+            return False
+        if _unsupported(source, self._register_bits(source)) is not None:
+            return False
+        if self._register_bits(source) != self._register_bits(load):
+            return False
+        a, b = self.index.get(id(source)), self.index.get(id(load))
+        if a is None or b is None:
+            return False
+        return self._dominates(a, b)
+
+    def _dominates(self, a: int, b: int) -> bool:
+        ba, bb = self.cfg.block_of(a), self.cfg.block_of(b)
+        return a < b if ba == bb else self.cfg.dominates(ba, bb)
+
+    # ---- one (source, load) pair over every flow that reaches the load ---------------------------
+    def _pair(
+        self, source: ir.Instruction, load: ir.Instruction, occurrences: list[tuple[Flow, int]]
+    ) -> _Pair:
+        a_index, b_index = self.index[id(source)], self.index[id(load)]
+        if self.loops_of[self.cfg.block_of(a_index)] != self.loops_of[self.cfg.block_of(b_index)]:
+            return _Pair(None, "loop-carried")
+        delta: int | None = None
+        assumptions: set[str] = set()
+        source_terms: set[int] = set()
+        for flow, j in occurrences:
+            i = _last_before(flow.trace, source, j)
+            if i is None:
+                return _Pair(None, "divergent flow (the source load is not on every path)")
+            a, b = flow.trace[i], flow.trace[j]
+            if not a.readonly:
+                k = flow.may_alias_store.get(i)
+                if k is not None and k < j:
+                    return _Pair(None, "store in between")
+            if a.version != b.version or a.value is None or b.value is None:
+                return _Pair(None, "store in between")
+            source_terms.add(a.value.get_id())
+            if len(source_terms) > 1:
+                return _Pair(None, "divergent flow (the source value differs between paths)")
+            hypotheses = [*self.analysis.assumptions, *flow.condition]
+            if delta is None:
+                delta = self._guess_delta(flow, hypotheses, a, b)
+                if isinstance(delta, str):
+                    return _Pair(None, delta)
+            holds, needs_no_wrap = self.prover.equal(hypotheses, shift_thread(a.value, delta), b.value)
+            if not holds:
+                return _Pair(None, "non-constant delta" if holds is False else "solver gave up")
+            if needs_no_wrap:
+                assumptions.add(NO_WRAP)
+        return _Pair(delta, None, tuple(sorted(assumptions)))
+
+    def _guess_delta(self, flow: Flow, hypotheses: list[z3.BoolRef], a: Access, b: Access) -> int | str:
+        """N from one model of the flow: (B's address - A's) / A's stride along x."""
+        if id(flow) not in self.models:
+            self.models[id(flow)] = self.prover.model(hypotheses)
+        model = self.models[id(flow)]
+        if model is None or a.address is None or b.address is None:
+            return "solver gave up"
+        stride = _signed(model.eval(shift_thread(a.address, 1) - a.address, model_completion=True))
+        distance = _signed(model.eval(b.address - a.address, model_completion=True))
+        if stride is None or distance is None:
+            return "non-constant delta"
+        if stride == 0:
+            return 0 if distance == 0 else "no neighbour"
+        if distance % stride:
+            return "no neighbour"
+        return distance // stride
+
+
+def _signed(value: z3.ExprRef) -> int | None:
+    if not z3.is_bv_value(value):
+        return None
+    return value.as_signed_long()
+
+
+def _last_before(trace: list[Access], inst: ir.Instruction, j: int) -> int | None:
+    for i in range(j - 1, -1, -1):
+        if trace[i].inst is inst and trace[i].kind == "ld":
+            return i
+    return None
+
+
+def _unsupported(inst: ir.Instruction, bits: int | None) -> str | None:
+    if _is_plain_load(inst):
+        return "unsupported access (generic address space)"
+    dst = inst.operands[0] if inst.operands else None
+    if isinstance(dst, ir.VectorOperand):
+        return "unsupported access (vector load)"
+    if inst.guard is not None:
+        return "unsupported access (predicated load)"
+    if bits not in (32, 64):
+        return f"unsupported access ({bits}-bit register)"
+    typ = isa.instruction_type(inst)
+    loaded = isa.type_bits(typ) if typ else None
+    if loaded != bits:
+        return f"unsupported access ({loaded}-bit load into a {bits}-bit register)"
+    return None
+
+
+def register_widths(fn: ir.Function) -> dict[str, int]:
+    """Register name -> declared width in bits (``%r<9>`` ranges expanded)."""
+    widths: dict[str, int] = {}
+    for decl in _declarations(fn):
+        bits = isa.type_bits(decl.type)
+        if bits is None:
+            continue
+        for name in decl.names:
+            if name.count:
+                widths.update({f"{name.name}{k}": bits for k in range(name.count)})
+            else:
+                widths[name.name] = bits
+    return widths
+
+
+def _declarations(fn: ir.Function) -> list[ir.VarDecl]:
+    out: list[ir.VarDecl] = []
+
+    def walk(body: list[ir.Statement]) -> None:
+        for stmt in body:
+            if isinstance(stmt, ir.VarDecl) and stmt.space == ".reg":
+                out.append(stmt)
+            elif isinstance(stmt, ir.Block):
+                walk(stmt.body)
+
+    if fn.body is not None:
+        walk(fn.body.body)
+    return out
+
+
+_REASON_ORDER = (
+    "delta out of range",
+    "store in between",
+    "loop-carried",
+    "divergent flow",
+    "non-constant delta",
+    "solver gave up",
+    "no neighbour",
+)
+
+
+def _most_telling(reasons: list[str]) -> str:
+    """The reason closest to success among the candidates' reasons."""
+    for prefix in _REASON_ORDER:
+        for r in reasons:
+            if r.startswith(prefix):
+                return r
+    return reasons[0] if reasons else "no neighbour"
+
+
+def detect_kernel(module: ir.Module, fn: ir.Function, options: Options | None = None) -> KernelPlan:
+    """Analyse ``fn`` and decide, load by load, whether a shuffle can replace it."""
+    options = options or Options()
+    start = time.perf_counter()
+    detector = _Detector(module, fn, options)
+    verdicts = detector.plan()
+    shape = detector.executor.block_shape
+    return KernelPlan(
+        kernel=fn.name,
+        analysis=detector.analysis,
+        verdicts=verdicts,
+        seconds=time.perf_counter() - start,
+        block_shape_known=shape is not None and shape[0] % 32 == 0,
+    )

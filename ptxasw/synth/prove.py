@@ -1,0 +1,194 @@
+"""The proof that a rewritten kernel computes what the original did (beyond the paper).
+
+The rewritten kernel runs through the same symbolic executor, where a
+shuffle is the source value in lane ``laneid + N`` (`LaneModel`: that lane's
+thread ids substituted, or the own value past a partial warp), ``activemask``
+is the warp's existing lanes, and the fallback load is a load like any
+other. Both versions run with memoisation off, so that every path is one
+flow in each and the flows pair up by the blocks they pass through. Then, on
+every pair of flows, under both path conditions:
+
+1. **every replaced value** (the load's destination right after the code
+   that replaced it, recorded by the executor's ``watch``) equals the value
+   the original load read at that point, for every thread;
+2. the **source copy** is the same term on every flow that reaches the site
+   (a source lane may have come another way: one term means its copy holds
+   what the equation speaks of);
+3. the **stores** (and atomics) are the same, in order: equal addresses and
+   equal values, once the values proven equal in 1 are put for each other.
+
+A site whose proof fails, or whose solver gives up, is not emitted.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+import z3
+
+from ptxasw import ir
+from ptxasw.emulator.symbolic.executor import Budget, Flow, KernelAnalysis, SymbolicExecutor
+from ptxasw.synth.codegen import Site
+from ptxasw.synth.solver import NO_WRAP, Prover
+
+__all__ = ["ProofResult", "prove_sites"]
+
+PROVED = "proved"
+
+
+@dataclass
+class ProofResult:
+    """Per site (same order as given): ``"proved"`` or why not; the
+    assumptions the proof used; the rewritten kernel's analysis."""
+
+    outcomes: list[str]
+    assumptions: list[set[str]]
+    analysis: KernelAnalysis | None
+
+    @property
+    def all_proved(self) -> bool:
+        return all(o == PROVED for o in self.outcomes)
+
+
+def prove_sites(
+    original: KernelAnalysis,
+    module: ir.Module,
+    fn: ir.Function,
+    sites: list[Site],
+    loads: list[ir.Instruction],
+    budget: Budget,
+    timeout_ms: int = 500,
+) -> ProofResult:
+    """Check ``sites`` of the rewritten ``fn`` (in ``module``) against the
+    original's analysis (run with ``merge=False``); ``loads[k]`` is the
+    original kernel's load that site k replaced."""
+    outcomes = [PROVED] * len(sites)
+    assumptions: list[set[str]] = [set() for _ in sites]
+
+    def fail_all(reason: str) -> ProofResult:
+        return ProofResult([reason] * len(sites), assumptions, None)
+
+    if not original.complete:
+        return fail_all(f"not proved: analysis of the original incomplete ({original.reason})")
+    watch = {id(s.last): (s.dst, s.source) for s in sites}
+    rewritten = SymbolicExecutor(module, fn, budget, merge=False, watch=watch).run()
+    if not rewritten.complete:
+        return ProofResult(
+            [f"not proved: analysis of the rewrite incomplete ({rewritten.reason})"] * len(sites),
+            assumptions,
+            rewritten,
+        )
+    pairs = _pair_flows(original.flows, rewritten.flows)
+    if pairs is None:
+        return ProofResult(["not proved: the rewrite's paths differ"] * len(sites), assumptions, rewritten)
+    prover = Prover(timeout_ms)
+    site_of = {id(s.last): k for k, s in enumerate(sites)}
+    source_terms: dict[int, set[int]] = defaultdict(set)
+    base = [*original.assumptions, *rewritten.assumptions]
+    for old, new in pairs:
+        hypotheses = [*base, *old.condition, *new.condition]
+        replaced: list[tuple[z3.ExprRef, z3.ExprRef]] = []
+        seen: dict[int, int] = defaultdict(int)
+        for obs in new.observations:
+            k = site_of[id(obs.inst)]
+            if outcomes[k] != PROVED:
+                continue
+            nth = seen[k]
+            seen[k] += 1
+            value = _nth_load_value(old, loads[k], nth)
+            if value is None:
+                outcomes[k] = "failed: the original load does not run where the rewrite does"
+                continue
+            new_value, source = obs.values
+            source_terms[k].add(source.get_id())
+            if len(source_terms[k]) > 1:
+                outcomes[k] = "failed: the source value differs between paths"
+                continue
+            if new_value.size() != value.size():
+                outcomes[k] = "failed: the register and the load differ in width"
+                continue
+            holds, no_wrap = prover.equal_by_cases(hypotheses, new_value, value)
+            if not holds:
+                outcomes[k] = (
+                    "failed: the shuffled value can differ from the load"
+                    if holds is False
+                    else ("timeout: the solver gave up on the shuffled value")
+                )
+                continue
+            if no_wrap:
+                assumptions[k].add(NO_WRAP)
+            replaced.append((new_value, value))
+        for k in range(len(sites)):
+            if outcomes[k] == PROVED and seen[k] != _count_loads(old, loads[k]):
+                outcomes[k] = "failed: the rewrite runs the site a different number of times"
+        problem = _stores_differ(prover, hypotheses, old, new, replaced)
+        if problem is not None:
+            return ProofResult([problem] * len(sites), assumptions, rewritten)
+    return ProofResult(outcomes, assumptions, rewritten)
+
+
+def _pair_flows(old: list[Flow], new: list[Flow]) -> list[tuple[Flow, Flow]] | None:
+    """Flows of the two runs by the path they took (blocks, and how they ended)."""
+    if len(old) != len(new):
+        return None
+    by_path: dict[tuple[object, ...], list[Flow]] = defaultdict(list)
+    for f in new:
+        by_path[(tuple(f.blocks), f.end, f.end_block)].append(f)
+    pairs = []
+    for f in old:
+        candidates = by_path.get((tuple(f.blocks), f.end, f.end_block))
+        if not candidates:
+            return None
+        pairs.append((f, candidates.pop(0)))
+    return pairs
+
+
+def _loads_of(flow: Flow, inst: ir.Instruction) -> list[int]:
+    return [j for j, a in enumerate(flow.trace) if a.kind == "ld" and a.inst is inst]
+
+
+def _nth_load_value(flow: Flow, inst: ir.Instruction, nth: int) -> z3.ExprRef | None:
+    positions = _loads_of(flow, inst)
+    if nth >= len(positions):
+        return None
+    return flow.trace[positions[nth]].value
+
+
+def _count_loads(flow: Flow, inst: ir.Instruction) -> int:
+    return len(_loads_of(flow, inst))
+
+
+def _stores_differ(
+    prover: Prover,
+    hypotheses: list[z3.BoolRef],
+    old: Flow,
+    new: Flow,
+    replaced: list[tuple[z3.ExprRef, z3.ExprRef]],
+) -> str | None:
+    """Why the two flows' stores differ, or None when they are the same."""
+    olds = [a for a in old.trace if a.kind in ("st", "atom")]
+    news = [a for a in new.trace if a.kind in ("st", "atom")]
+    if len(olds) != len(news):
+        return "failed: the rewrite stores a different number of times"
+    for a, b in zip(olds, news, strict=True):
+        where = _where(a.inst)
+        if a.kind != b.kind or a.space != b.space or a.nbytes != b.nbytes:
+            return f"failed: the store at {where} changed"
+        for x, y in ((a.address, b.address), (a.value, b.value)):
+            if x is None or y is None:
+                continue
+            y = z3.substitute(y, *replaced) if replaced else y
+            holds, _ = prover.equal(hypotheses, y, x)
+            if not holds:
+                return (
+                    f"failed: the store at {where} may differ"
+                    if holds is False
+                    else (f"timeout: the solver gave up on the store at {where}")
+                )
+    return None
+
+
+def _where(inst: ir.Instruction) -> str:
+    loc = inst.loc
+    return f"line {loc.line}" if loc is not None and loc.line else "?"

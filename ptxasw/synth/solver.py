@@ -1,0 +1,269 @@
+"""The questions shuffle synthesis asks Z3, and the facts it may assume.
+
+Detection and proof both ask "does this equality hold for every thread?"
+under a flow's path condition and the executor's facts about special
+registers. Two things are added here:
+
+- **Moving a value to another thread** of the same row: ``%tid.x`` becomes
+  ``%tid.x + N`` (and ``%laneid`` follows). This is the paper's
+  ``A(tid.x + N)``; the generated code's range checks make the source lane
+  hold exactly that thread, and the proof checks that with the lane model.
+- **Index arithmetic that does not wrap.** nvcc computes ``a[i + 1]`` as
+  ``a + 4*sext64(i + 1)``: in PTX the 32-bit sum may wrap, so ``a[(i+1)]``
+  of thread ``t`` and ``a[i]`` of thread ``t + 1`` are different addresses
+  when ``i`` is ``INT_MAX``. C makes signed overflow undefined, which is what
+  lets the compiler use 32-bit indices at all; we assume the same of every
+  32-bit term under a sign or zero extension in an address (`no_wrap_facts`)
+  and say so in the report as an assumption of the rewrite.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import z3
+
+from ptxasw.emulator.symbolic.domain import simplify
+from ptxasw.emulator.symbolic.executor import RLIMIT_PER_MS
+from ptxasw.emulator.symbolic.independence import Symbols
+
+__all__ = ["NO_WRAP", "Prover", "normal_form", "shift_thread", "without_wrap"]
+
+BV = z3.BitVecRef
+
+# How the no-wrap assumption reads in reports.
+NO_WRAP = "32-bit index arithmetic under a sign/zero extension does not wrap (as C assumes of int indices)"
+
+# Symbols of the block's geometry: thread ids, block shape, lane.
+_GEOMETRY = ("%tid.", "%ntid.", "%laneid", "%lanemask_")
+
+_TID_X = z3.BitVec("%tid.x", 32)
+_LANEID = z3.BitVec("%laneid", 32)
+
+
+def shift_thread(value: z3.ExprRef, delta: int) -> z3.ExprRef:
+    """``value`` as computed by the thread ``delta`` places along x in the same row."""
+    if delta == 0:
+        return value
+    n = z3.BitVecVal(delta, 32)
+    return simplify(z3.substitute(value, (_TID_X, _TID_X + n), (_LANEID, _LANEID + n)))
+
+
+def normal_form(e: z3.ExprRef) -> z3.ExprRef:
+    """A canonical form in which equal sums of products usually print alike
+    (Z3's sum-of-monomials normalisation), so that many equalities are
+    settled by comparing terms instead of bit-blasting multiplications."""
+    return z3.simplify(e, som=True, elim_sign_ext=False)
+
+
+def without_wrap(terms: Iterable[z3.ExprRef]) -> tuple[list[z3.ExprRef], bool]:
+    """``terms`` with every ``sext``/``zext`` of a 32-bit sum, difference or
+    product that mentions a thread id replaced by the same arithmetic done in
+    the wide type: what they equal when the index arithmetic does not wrap.
+    The flag says whether anything was replaced."""
+    pairs: list[tuple[z3.ExprRef, z3.ExprRef]] = []
+    seen: set[int] = set()
+    terms = list(terms)
+    stack = list(terms)
+    while stack:
+        e = stack.pop()
+        if e.get_id() in seen:
+            continue
+        seen.add(e.get_id())
+        if not z3.is_app(e):
+            continue
+        kind = e.decl().kind()
+        if kind in (z3.Z3_OP_SIGN_EXT, z3.Z3_OP_ZERO_EXT) and e.num_args() == 1:
+            inner = e.arg(0)
+            if _is_arith(inner) and _mentions_thread(inner):
+                pairs.append((e, _wide(inner, e.size(), kind == z3.Z3_OP_SIGN_EXT)))
+                continue
+        stack.extend(e.children())
+    if not pairs:
+        return terms, False
+    return [z3.substitute(t, *pairs) for t in terms], True
+
+
+def _has_functions(claim: z3.ExprRef, hypotheses: Sequence[z3.ExprRef]) -> bool:
+    """Whether uninterpreted functions (loads, float operations) occur: then
+    the solver needs more than bit-vectors."""
+    return any(_mentions_memory(e) for e in (claim, *hypotheses))
+
+
+def _mentions_memory(e: z3.ExprRef) -> bool:
+    """Whether ``e`` reads memory (an uninterpreted load function)."""
+    stack, seen = [e], set()
+    while stack:
+        node = stack.pop()
+        if node.get_id() in seen:
+            continue
+        seen.add(node.get_id())
+        if z3.is_app(node) and node.num_args() and node.decl().kind() == z3.Z3_OP_UNINTERPRETED:
+            return True
+        stack.extend(node.children())
+    return False
+
+
+# Conditions of more nodes than this are split on rather than decided: a
+# fallback predicate (activemask, room, incomplete warp) is rarely decided
+# by the context, and asking costs two large queries.
+_DECIDE_LIMIT = 40
+
+
+def _size(e: z3.ExprRef, limit: int = _DECIDE_LIMIT + 1) -> int:
+    """Distinct nodes of ``e``, counted up to ``limit``."""
+    stack, seen = [e], set()
+    while stack and len(seen) < limit:
+        node = stack.pop()
+        if node.get_id() in seen:
+            continue
+        seen.add(node.get_id())
+        stack.extend(node.children())
+    return len(seen)
+
+
+def _is_arith(e: z3.ExprRef) -> bool:
+    return z3.is_app(e) and e.decl().kind() in (z3.Z3_OP_BADD, z3.Z3_OP_BSUB, z3.Z3_OP_BMUL)
+
+
+def _mentions_thread(e: z3.ExprRef) -> bool:
+    stack, seen = [e], set()
+    while stack:
+        node = stack.pop()
+        if node.get_id() in seen:
+            continue
+        seen.add(node.get_id())
+        if z3.is_const(node) and node.decl().name() in ("%tid.x", "%laneid"):
+            return True
+        stack.extend(node.children())
+    return False
+
+
+def _wide(e: z3.ExprRef, width: int, signed: bool) -> BV:
+    """``e`` computed exactly in ``width`` bits (its leaves extended)."""
+    extra = width - e.size()
+    kind = e.decl().kind() if z3.is_app(e) else None
+    if kind in (z3.Z3_OP_BADD, z3.Z3_OP_BSUB, z3.Z3_OP_BMUL):
+        kids = [_wide(k, width, signed) for k in e.children()]
+        out = kids[0]
+        for k in kids[1:]:
+            out = out + k if kind == z3.Z3_OP_BADD else out - k if kind == z3.Z3_OP_BSUB else out * k
+        return out
+    return z3.SignExt(extra, e) if signed else z3.ZeroExt(extra, e)
+
+
+class Prover:
+    """Validity checks with a deterministic effort limit.
+
+    ``proves(hypotheses, claim)`` is True when ``claim`` follows, False when
+    a counterexample exists, None when the solver gave up within its limit
+    (callers treat None as "not proved").
+    """
+
+    def __init__(self, timeout_ms: int = 500) -> None:
+        self.rlimit = RLIMIT_PER_MS * timeout_ms
+        self.timeout_ms = timeout_ms
+        self.calls = 0
+        self.unknown = 0
+        self.symbols = Symbols()
+        self._cache: dict[tuple[int, ...], tuple[bool | None, z3.ExprRef, tuple[z3.ExprRef, ...]]] = {}
+
+    def equal(
+        self, hypotheses: Sequence[z3.BoolRef], a: z3.ExprRef, b: z3.ExprRef
+    ) -> tuple[bool | None, bool]:
+        """Whether ``a == b`` holds, and whether that needed the no-wrap
+        assumption. Cheapest first: equal normal forms, equal normal forms
+        without wrap, the solver, the solver without wrap."""
+        if normal_form(a).eq(normal_form(b)):
+            return True, False
+        (wa, wb), changed = without_wrap([a, b])
+        if changed and normal_form(wa).eq(normal_form(wb)):
+            return True, True
+        plain = self.proves(hypotheses, a == b)
+        if plain or not changed:
+            return plain, False
+        wide = self.proves(hypotheses, wa == wb)
+        return (True, True) if wide else (plain if wide is False else None, False)
+
+    def equal_by_cases(
+        self, hypotheses: Sequence[z3.BoolRef], a: z3.ExprRef, b: z3.ExprRef, depth: int = 0
+    ) -> tuple[bool | None, bool]:
+        """`equal`, splitting ``a`` at its ``If``s first.
+
+        A rewritten value is a nest of conditionals: the fallback load under
+        its predicate, the shuffle under the lane model's cases (source lane
+        in range, in the same row, existing). Deciding each condition from
+        the hypotheses and the conditions above it (a small query about
+        thread ids), and comparing the branches that remain, is what a
+        person proving the rewrite would do; handed the whole term at once,
+        the solver would bit-blast divisions it never needs.
+        """
+        if not z3.is_app_of(a, z3.Z3_OP_ITE) or depth > 12:
+            return self.equal(hypotheses, a, b)
+        cond, then, other = a.arg(0), a.arg(1), a.arg(2)
+        if _mentions_memory(cond) or _size(cond) > _DECIDE_LIMIT:
+            sides = [(then, [*hypotheses, cond]), (other, [*hypotheses, z3.Not(cond)])]
+        elif self.proves(hypotheses, cond):
+            sides = [(then, list(hypotheses))]
+        elif self.proves(hypotheses, z3.Not(cond)):
+            sides = [(other, list(hypotheses))]
+        else:
+            sides = [(then, [*hypotheses, cond]), (other, [*hypotheses, z3.Not(cond)])]
+        needs_no_wrap = False
+        for branch, context in sides:
+            if branch.eq(b):
+                continue
+            holds, no_wrap = self.equal_by_cases(context, branch, b, depth + 1)
+            if not holds:
+                return holds, False
+            needs_no_wrap |= no_wrap
+        return True, needs_no_wrap
+
+    def proves(self, hypotheses: Sequence[z3.BoolRef], claim: z3.BoolRef) -> bool | None:
+        """Whether ``claim`` follows from ``hypotheses`` (None: the solver gave up).
+
+        A claim about the block's geometry alone (thread ids, block shape,
+        lane) is first tried under the hypotheses about the geometry alone:
+        fewer conjuncts, no products of kernel parameters, and the same
+        question for every flow and every site of the same delta, so the
+        answer is mostly cached. Dropping hypotheses never makes a false
+        claim provable; a failure falls back to all of them.
+        """
+        claim = z3.simplify(claim)
+        if z3.is_true(claim):
+            return True
+        if self._geometric(claim):
+            geometric = [h for h in hypotheses if self._geometric(h)]
+            if len(geometric) < len(hypotheses) and self._check(geometric, claim):
+                return True
+        return self._check(hypotheses, claim)
+
+    def _geometric(self, e: z3.ExprRef) -> bool:
+        return all(n.startswith(_GEOMETRY) for n in self.symbols.of(e))
+
+    def _check(self, hypotheses: Sequence[z3.BoolRef], claim: z3.BoolRef) -> bool | None:
+        key = (claim.get_id(), *(h.get_id() for h in hypotheses))
+        hit = self._cache.get(key)
+        if hit is not None:
+            return hit[0]
+        self.calls += 1
+        s = z3.SolverFor("QF_BV") if not _has_functions(claim, hypotheses) else z3.Solver()
+        s.set("rlimit", self.rlimit)
+        s.set("timeout", 5 * self.timeout_ms)
+        s.add(*hypotheses)
+        s.add(z3.Not(claim))
+        result = s.check()
+        answer = True if result == z3.unsat else False if result == z3.sat else None
+        if answer is None:
+            self.unknown += 1
+        # The terms are kept with the answer so that their ids stay theirs.
+        self._cache[key] = (answer, claim, tuple(hypotheses))
+        return answer
+
+    def model(self, hypotheses: Sequence[z3.BoolRef]) -> z3.ModelRef | None:
+        """A model of the hypotheses (None: unsatisfiable or too hard)."""
+        s = z3.Solver()
+        s.set("rlimit", self.rlimit)
+        s.set("timeout", 5 * self.timeout_ms)
+        s.add(*hypotheses)
+        return s.model() if s.check() == z3.sat else None

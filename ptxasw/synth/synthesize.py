@@ -1,0 +1,145 @@
+"""Shuffle synthesis of a kernel: detect, emit on a copy, prove, emit for real.
+
+The order is what makes the rewrite safe to run inside a user's build:
+
+1. `detect_kernel` analyses the original and picks a source and a delta
+   for each load it can;
+2. the shuffles are emitted on a **copy** of the function (in ``normal``
+   mode, whatever mode was asked: the proof is about the correct code);
+3. `prove_sites` runs the copy symbolically and checks every site and
+   every store against the original; sites that fail are dropped and the
+   remaining ones are emitted and proved again on a fresh copy;
+4. only proven sites are emitted into the module, through the caller's
+   builder, in the requested mode.
+
+`ShuffleSynthesisPass` is that, as a pipeline pass over every kernel.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import math
+import time
+from typing import Any
+
+from ptxasw import ir
+from ptxasw.driver.deadline import Deadline
+from ptxasw.driver.pipeline import FunctionPass, PassResult
+from ptxasw.emulator.symbolic.executor import Budget
+from ptxasw.ir.builder import AnalysisCache, FunctionBuilder
+from ptxasw.synth.codegen import emit_shuffles
+from ptxasw.synth.detect import KernelPlan, LoadVerdict, Options, detect_kernel
+from ptxasw.synth.prove import PROVED, prove_sites
+
+__all__ = ["ShuffleSynthesisPass", "plan_kernel", "rewrite_kernel"]
+
+# Rounds of "drop what failed, prove the rest again".
+_ROUNDS = 3
+
+
+def plan_kernel(module: ir.Module, fn: ir.Function, options: Options | None = None) -> KernelPlan:
+    """Detect and prove: the plan's rewritten verdicts are the proven ones
+    (the module is not changed)."""
+    options = options or Options()
+    start = time.perf_counter()
+    plan = detect_kernel(module, fn, options)
+    budget = Budget(time_s=options.time_s, max_paths=options.max_paths)
+    for _ in range(_ROUNDS):
+        chosen = plan.chosen
+        if not chosen:
+            break
+        trial_fn, trial_module, mapped = _copy_with(module, fn, plan.verdicts)
+        sites = emit_shuffles(
+            FunctionBuilder(trial_fn, trial_module), mapped, "normal", plan.block_shape_known
+        )
+        loads = [v.load for v in chosen]
+        result = prove_sites(
+            plan.analysis, trial_module, trial_fn, sites, loads, budget, options.solver_timeout_ms
+        )
+        # Sites are emitted in the order of the rewritten verdicts.
+        failed = False
+        for verdict, outcome, used in zip(chosen, result.outcomes, result.assumptions, strict=True):
+            if outcome == PROVED:
+                verdict.proof = PROVED
+                verdict.assumptions = tuple(sorted({*verdict.assumptions, *used}))
+            else:
+                verdict.block(f"proof {outcome}")
+                verdict.proof = outcome
+                failed = True
+        if not failed:
+            break
+    else:
+        for verdict in plan.chosen:
+            verdict.block("proof did not settle")
+    plan.seconds = time.perf_counter() - start
+    return plan
+
+
+def rewrite_kernel(builder: FunctionBuilder, plan: KernelPlan, mode: str = "normal") -> int:
+    """Emit ``plan``'s proven shuffles into ``builder``'s function; how many."""
+    chosen = [v for v in plan.chosen if v.proof == PROVED]
+    sites = emit_shuffles(builder, chosen, mode, plan.block_shape_known)
+    return len(sites)
+
+
+def _copy_with(
+    module: ir.Module, fn: ir.Function, verdicts: list[LoadVerdict]
+) -> tuple[ir.Function, ir.Module, list[LoadVerdict]]:
+    """A copy of ``fn`` in a module that shares everything else, and the
+    verdicts pointed at the copy's instructions."""
+    memo: dict[int, Any] = {}
+    trial_fn = copy.deepcopy(fn, memo)
+    trial_module = dataclasses.replace(module, items=[trial_fn if it is fn else it for it in module.items])
+
+    def moved(inst: ir.Instruction | None) -> ir.Instruction | None:
+        return None if inst is None else memo.get(id(inst), inst)
+
+    mapped = [
+        dataclasses.replace(v, load=moved(v.load), source=moved(v.source))  # type: ignore[arg-type]
+        for v in verdicts
+        if v.rewritten and v.in_kernel
+    ]
+    return trial_fn, trial_module, mapped
+
+
+class ShuffleSynthesisPass(FunctionPass):
+    """Every kernel's proven shuffles, within the pipeline's deadline.
+
+    Kernels are planned one at a time with a budget cut to the time left; a
+    kernel that does not fit is left unchanged (and counted). ``plans``
+    keeps each kernel's plan for reports.
+    """
+
+    name = "shuffle-synthesis"
+
+    def __init__(self, options: Options | None = None, kernels: set[str] | None = None) -> None:
+        self.options = options or Options()
+        self.kernels = kernels
+        self.plans: list[KernelPlan] = []
+        self._deadline = Deadline()
+
+    def run(
+        self, module: ir.Module, analyses: AnalysisCache | None = None, deadline: Deadline | None = None
+    ) -> PassResult:
+        self._deadline = deadline or Deadline()
+        self._module = module
+        return super().run(module, analyses, self._deadline)
+
+    def wants(self, fn: ir.Function) -> bool:
+        return fn.is_kernel and (self.kernels is None or fn.name in self.kernels)
+
+    def run_on_function(self, fn: ir.Function, builder: FunctionBuilder) -> dict[str, Any] | None:
+        left = self._deadline.left()
+        # Two analyses per round (the original and the rewrite): give each a share.
+        time_s = self.options.time_s if math.isinf(left) else max(0.05, min(self.options.time_s, left / 3))
+        options = dataclasses.replace(self.options, time_s=time_s)
+        plan = plan_kernel(self._module, fn, options)
+        self.plans.append(plan)
+        shuffles = rewrite_kernel(builder, plan, self.options.mode)
+        return {
+            "kernels": 1,
+            "loads": plan.global_loads,
+            "shuffles": shuffles,
+            "partial": 0 if plan.analysis.complete else 1,
+        }
