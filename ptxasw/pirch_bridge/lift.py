@@ -42,6 +42,7 @@ from ptxasw.analysis.cfg import CFG, build_cfg
 from ptxasw.emulator.concrete.variables import param_var, round_up, var_of, walk_decls
 from ptxasw.emulator.semantics.instructions import Semantics
 from ptxasw.errors import PtxError, UnsupportedError, UnsupportedInstruction
+from ptxasw.ir import isa
 from ptxasw.pirch_bridge.domain import LLVMDomain, Vec
 from ptxasw.pirch_bridge.machine import LiftMachine, RegisterFile, Specials
 
@@ -257,6 +258,8 @@ class _Lifter:
             self.dom, registers, specials, func.args[0], func.args[1], func.args[2], symbols
         )
         self.sem = Semantics(self.machine)
+        self.machine.single_defs = self._single_definitions()
+        self.machine.dominates = self._dominates
 
         b.position_at_end(self.dispatch)
         for blk in order:
@@ -284,6 +287,24 @@ class _Lifter:
             source=self.ptx.path,
             registers={k: w for k, (_, w) in registers.slots.items()},
         )
+
+    def _single_definitions(self) -> dict[str, ir.Instruction]:
+        """Registers written by exactly one instruction, unguarded (key -> that instruction)."""
+        count: dict[str, int] = {}
+        where: dict[str, ir.Instruction] = {}
+        for inst in self.cfg.instructions:
+            for reg in isa.defs(inst):
+                key = reg.name if reg.selector is None else f"{reg.name}.{reg.selector}"
+                count[key] = count.get(key, 0) + 1
+                where[key] = inst
+        return {k: where[k] for k, n in count.items() if n == 1 and where[k].guard is None}
+
+    def _dominates(self, a: ir.Instruction, b: ir.Instruction) -> bool:
+        """Whether instruction ``a`` runs before ``b`` on every path to ``b``."""
+        cfg = self.cfg
+        ia, ib = cfg.index_of(a), cfg.index_of(b)
+        ba, bb = cfg.block_of(ia), cfg.block_of(ib)
+        return ia < ib if ba == bb else cfg.dominates(ba, bb)
 
     def _range_function(self, kernel: ll.Function, zero_shared: bool) -> None:
         """``KERNEL.range(params, shared, stride, begin, end, nctaid_x, nctaid_y, nctaid_z)``:

@@ -94,6 +94,11 @@ class LiftMachine:
         self.symbols = symbols
         self.exec: Vec = dom.const(1, 1)
         self.inst: ir.Instruction | None = None
+        # Registers with one static definition whose value is known at lift time
+        # (nvcc materialises shfl's lane operands in registers): key -> (value, def).
+        self.single_defs: dict[str, ir.Instruction] = {}
+        self.dominates: Callable[[ir.Instruction, ir.Instruction], bool] = lambda a, b: False
+        self.constants: dict[str, tuple[Vec, ir.Instruction]] = {}
 
     @property
     def b(self) -> ll.IRBuilder:
@@ -112,6 +117,10 @@ class LiftMachine:
             return dm.resize(self.dom, special, width, False)
         if isa.is_special_register(reg.name):
             raise self.refuse(f"special register {reg.name} is not lifted")
+        known = self.constants.get(_key(reg))
+        if known is not None and self.inst is not None and self.dominates(known[1], self.inst):
+            # Every lane that reaches this read ran the one definition: the value is known.
+            return dm.resize(self.dom, known[0], width, False)
         slot, stored = self.registers.slot(reg, width)
         value = Vec(self.b.load(slot), stored)
         return dm.resize(self.dom, value, width, False)
@@ -121,6 +130,9 @@ class LiftMachine:
             raise self.refuse(f"write to special register {reg.name}")
         slot, stored = self.registers.slot(reg, value.width)
         new = dm.resize(self.dom, value, stored, False)
+        key = _key(reg)
+        if new.known is not None and self.inst is not None and self.single_defs.get(key) is self.inst:
+            self.constants[key] = (new, self.inst)
         if self.exec.known is None or not all(self.exec.known):
             new = self.dom.ite(self.exec, new, Vec(self.b.load(slot), stored))
         self.b.store(new.value, slot)
