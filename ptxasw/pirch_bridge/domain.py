@@ -34,7 +34,7 @@ they are never emitted approximately.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -157,21 +157,22 @@ class LLVMDomain:
             return self._folded(fn(*(self._bits(a) for a in args), *extra))
         return None
 
-    def _binary(self, name: str, a: Vec, b: Vec, emit: Callable[[ir.Value, ir.Value], ir.Value]) -> Vec:
+    def _binary(self, name: str, a: Vec, b: Vec, emit: str) -> Vec:
+        """``name`` folded when both are constant, else the builder's ``emit`` instruction."""
         folded = self._try_fold(name, (a, b))
         if folded is not None:
             return folded
-        return Vec(emit(a.value, b.value), a.width)
+        return Vec(getattr(self.b, emit)(a.value, b.value), a.width)
 
     # ---- integer arithmetic ----------------------------------------------------------------
     def add(self, a: Vec, b: Vec) -> Vec:
-        return self._binary("add", a, b, self.b.add)
+        return self._binary("add", a, b, "add")
 
     def sub(self, a: Vec, b: Vec) -> Vec:
-        return self._binary("sub", a, b, self.b.sub)
+        return self._binary("sub", a, b, "sub")
 
     def mul(self, a: Vec, b: Vec) -> Vec:
-        return self._binary("mul", a, b, self.b.mul)
+        return self._binary("mul", a, b, "mul")
 
     def neg(self, a: Vec) -> Vec:
         return self.sub(self.const(0, a.width), a)
@@ -211,13 +212,13 @@ class LLVMDomain:
 
     # ---- bitwise -------------------------------------------------------------------------------
     def and_(self, a: Vec, b: Vec) -> Vec:
-        return self._binary("and_", a, b, self.b.and_)
+        return self._binary("and_", a, b, "and_")
 
     def or_(self, a: Vec, b: Vec) -> Vec:
-        return self._binary("or_", a, b, self.b.or_)
+        return self._binary("or_", a, b, "or_")
 
     def xor(self, a: Vec, b: Vec) -> Vec:
-        return self._binary("xor", a, b, self.b.xor)
+        return self._binary("xor", a, b, "xor")
 
     def not_(self, a: Vec) -> Vec:
         return self.xor(a, self.const(-1, a.width))
