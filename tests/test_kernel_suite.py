@@ -171,3 +171,18 @@ def test_builds_parse_and_assemble(builds, arch: str, debug: bool, tmp_path: Pat
             check=False,
         )
         assert proc.returncode == 0, f"ptxas -arch={arch} {path}:\n{proc.stderr}"
+
+
+@pytest.mark.parametrize("name", list(suite.KERNELS))
+def test_gpu_shapes_fit_their_budgets(name: str) -> None:
+    """The GPU timing sizes: an L2-resident one and a DRAM-bound one, 32-aligned rows, int32 indices."""
+    k = suite.KERNELS[name]
+    shapes = suite.gpu_shapes(k)
+    assert set(shapes) == {"l2", "dram"}
+    for label, shape in shapes.items():
+        assert shape[0] % 32 == 0
+        if k.name not in ("matmul", "matvec"):  # their shapes are matrix sizes, not grids
+            assert np.prod(shape, dtype=np.int64) < 2**31
+            footprint = int(np.prod(shape)) * suite.bytes_per_point(k)
+            budget = (16 << 20) if label == "l2" else (1 << 30)
+            assert budget // 2 <= footprint <= budget, (label, shape, footprint)

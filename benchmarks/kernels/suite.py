@@ -1028,6 +1028,34 @@ def small_shapes(kernel: str | Kernel) -> list[Case]:
     ]
 
 
+def bytes_per_point(kernel: str | Kernel) -> int:
+    """Bytes of array data per grid point (every pointer parameter holds one element per point)."""
+    k = get(kernel)
+    return sum(p.dtype.itemsize for p in k.params if p.is_pointer)
+
+
+def gpu_shapes(kernel: str | Kernel, l2_bytes: int = 16 << 20, dram_bytes: int = 1 << 30) -> dict[str, Shape]:
+    """Problem shapes for GPU timing: ``l2`` (arrays of ~16 MiB in all: resident in an H100's 50 MB L2)
+    and ``dram`` (~1 GiB: every sweep streams from DRAM). ``nx`` is a multiple of 32 as production grids
+    usually are; the interior (and so the edge warps) comes from the bounds checks."""
+    k = get(kernel)
+    if k.name == "matmul":  # 3 n^2 floats; n^3 work keeps the DRAM size moderate
+        return {"l2": (1024, 1024, 1024), "dram": (4096, 4096, 4096)}
+    if k.name == "matvec":  # m n + n + m floats
+        return {"l2": (2048, 2048), "dram": (16384, 16384)}
+    shapes = {}
+    for label, budget in (("l2", l2_bytes), ("dram", dram_bytes)):
+        points = budget // bytes_per_point(k)
+        if k.ndim == 2:
+            nx = 1024 if label == "l2" else 8192
+            shapes[label] = (nx, max(points // nx, 2 * k.radius + 3))
+        else:
+            nx = 256 if label == "l2" else 512
+            side = max(int((points / nx) ** 0.5), 2 * k.radius + 3)
+            shapes[label] = (nx, side, max(points // (nx * side), 2 * k.radius + 3))
+    return shapes
+
+
 # --------------------------------------------------------------------------
 # Compiling
 
