@@ -168,6 +168,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="write the results here")
     parser.add_argument("--time", action="store_true", help="also time the natural block at suite.gpu_shapes")
     opts = parser.parse_args(argv)
+    unknown = [n for n in opts.kernels if n not in suite.KERNELS]
+    if unknown:
+        parser.error(f"no suite kernel {unknown[0]!r} (known: {', '.join(suite.KERNELS)})")
     import cupy as cp
 
     device = cp.cuda.runtime.getDeviceProperties(0)["name"].decode()

@@ -1239,8 +1239,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     opts = parser.parse_args(argv)
     names = opts.kernels or list(KERNELS)
-    for name in names:
-        get(name)
+    unknown = [n for n in names if n not in KERNELS]
+    if unknown:
+        parser.error(f"no suite kernel {unknown[0]!r} (known: {', '.join(KERNELS)})")
     rows = _measure(names)
     if opts.json:
         print(json.dumps({"rows": rows}, indent=2))
