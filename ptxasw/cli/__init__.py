@@ -25,9 +25,11 @@ class LazyGroup(click.Group):
     """
 
     lazy: ClassVar[dict[str, str]] = {
+        "analyze": "ptxasw.cli.analyze:analyze_command",
         "check": "ptxasw.cli.check:check",
         "fmt": "ptxasw.cli.fmt:fmt",
         "lift": "ptxasw.cli.lift:lift_command",
+        "rewrite": "ptxasw.cli.rewrite:rewrite_command",
         "run": "ptxasw.cli.run:run_command",
         "toolkit": "ptxasw.cli.toolkit:toolkit_group",
         "trace": "ptxasw.cli.trace:trace_command",

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import click
 
@@ -42,3 +42,36 @@ def name_list(names: Sequence[str], limit: int = MAX_LISTED) -> str:
     shown = ", ".join(names[:limit])
     rest = len(names) - limit
     return f"{shown}, ... and {rest} more" if rest > 0 else shown
+
+
+def synthesis_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """The options of the commands that run shuffle synthesis (rewrite, analyze)."""
+    from ptxasw.synth.detect import MODES
+
+    decorators = [
+        click.option("-k", "--kernel", "kernels", multiple=True, help="Only this kernel (repeatable)."),
+        click.option(
+            "--max-delta",
+            type=click.IntRange(0, 31),
+            default=31,
+            show_default=True,
+            help="Largest shuffle distance |N| (the paper used 1 for application kernels).",
+        ),
+        click.option(
+            "--mode",
+            type=click.Choice(MODES),
+            default="normal",
+            show_default=True,
+            help="normal: always correct; noload/nocorner: the paper's ablations, wrong at warp edges.",
+        ),
+        click.option(
+            "--time-budget",
+            type=click.FloatRange(min=0.0, min_open=True),
+            default=10.0,
+            show_default=True,
+            help="Analysis seconds per kernel (for each of the two analyses: original and proof).",
+        ),
+    ]
+    for decorate in reversed(decorators):
+        command = decorate(command)
+    return command

@@ -113,9 +113,13 @@ class ShuffleSynthesisPass(FunctionPass):
 
     name = "shuffle-synthesis"
 
-    def __init__(self, options: Options | None = None, kernels: set[str] | None = None) -> None:
+    def __init__(
+        self, options: Options | None = None, kernels: set[str] | None = None, *, apply: bool = True
+    ) -> None:
+        """``apply=False``: plan (detect and prove) without editing: a report."""
         self.options = options or Options()
         self.kernels = kernels
+        self.apply = apply
         self.plans: list[KernelPlan] = []
         self._deadline = Deadline()
 
@@ -136,7 +140,7 @@ class ShuffleSynthesisPass(FunctionPass):
         options = dataclasses.replace(self.options, time_s=time_s)
         plan = plan_kernel(self._module, fn, options)
         self.plans.append(plan)
-        shuffles = rewrite_kernel(builder, plan, self.options.mode)
+        shuffles = rewrite_kernel(builder, plan, self.options.mode) if self.apply else len(plan.chosen)
         return {
             "kernels": 1,
             "loads": plan.global_loads,

@@ -1,0 +1,122 @@
+"""``ptxasw analyze``: where shuffles are possible, and why the other loads are not.
+
+For each kernel of each file the paper's Table-2 columns (global loads,
+shuffles, average |N|, analysis time), then per load its PTX line, the
+source line where ``.loc`` gives one, the source load and N, the corner-case
+lanes, the proof, or why not. ``--json`` prints the report
+(`ptxasw.synth.report`); ``--html OUT.html`` writes a page with the PTX and
+the highlighted loads (`ptxasw.synth.html`). Nothing is rewritten.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ptxasw.cli.common import fail, name_list, synthesis_options, write_text
+from ptxasw.errors import PtxError
+from ptxasw.parser import read_ptx
+
+__all__ = ["analyze_command"]
+
+
+@click.command("analyze")
+@click.argument("sources", metavar="IN.ptx...", nargs=-1, required=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option("--html", "html_path", metavar="OUT.html", help="Write the report as an HTML page.")
+@synthesis_options
+def analyze_command(
+    sources: tuple[str, ...],
+    as_json: bool,
+    html_path: str | None,
+    kernels: tuple[str, ...],
+    max_delta: int,
+    mode: str,
+    time_budget: float,
+) -> None:
+    """Report the shuffle opportunities of each kernel (nothing is rewritten)."""
+    from ptxasw.synth.detect import Options
+    from ptxasw.synth.report import report
+    from ptxasw.synth.synthesize import ShuffleSynthesisPass
+
+    options = Options(max_delta=max_delta, mode=mode, time_s=time_budget)
+    modules: dict[str, tuple[Any, str]] = {}
+    plans: list[tuple[str, Any]] = []
+    try:
+        parsed = [(path, read_ptx(path), _text(path)) for path in sources]
+        known = {fn.name for _, m, _ in parsed for fn in m.kernels}
+        for name in kernels:
+            if name not in known:
+                raise PtxError(f"no kernel named {name} (kernels: {name_list(sorted(known))})")
+    except PtxError as exc:
+        fail(exc)
+    for path, module, text in parsed:
+        synthesis = ShuffleSynthesisPass(options, set(kernels) or None, apply=False)
+        synthesis.run(module)
+        modules[path] = (module, text)
+        plans.extend((path, plan) for plan in synthesis.plans)
+    data = report(plans, modules, options)
+    try:
+        if html_path:
+            from ptxasw.synth.html import render_html
+
+            write_text(html_path, render_html(data))
+    except PtxError as exc:
+        fail(exc)
+    if as_json:
+        sys.stdout.write(json.dumps(data, indent=1) + "\n")
+    else:
+        _print_text(data)
+
+
+def _text(path: str) -> str:
+    if path == "-":
+        return ""
+    try:
+        return Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise PtxError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def _print_text(data: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
+    table = Table(title="shuffle synthesis", show_lines=False)
+    for column in ("kernel", "file", "global loads", "shuffles", "average |N|", "time (s)", "status"):
+        table.add_column(column, justify="right" if column not in ("kernel", "file", "status") else "left")
+    for k in data["kernels"]:
+        avg = "-" if k["average_delta"] is None else f"{k['average_delta']:.2f}"
+        status = k["status"] if k["status"] == "complete" else f"partial: {k['reason']}"
+        table.add_row(
+            k["name"],
+            Path(k["file"]).name,
+            str(k["loads"]),
+            str(k["shuffles"]),
+            avg,
+            f"{k['analysis_seconds']:.2f}",
+            status,
+        )
+    console.print(table)
+    for k in data["kernels"]:
+        console.print(f"\n[bold]{k['name']}[/bold] ({k['file']})")
+        for load in k["loads_detail"]:
+            where = f"{Path(k['file']).name}:{load['line']}"
+            source = f" [{load['source_line']}]" if load["source_line"] else ""
+            if load["status"] == "blocked":
+                what = f"load: {load['reason']}"
+            elif load["status"] == "reuse":
+                what = f"reuse of the value loaded at line {load['source_load_line']} (N = 0)"
+            else:
+                what = (
+                    f"shuffle N = {load['delta']:+d} from line {load['source_load_line']}; "
+                    f"{load['corner_lanes']}"
+                )
+            if load["assumptions"]:
+                what += f"; assumes {'; '.join(load['assumptions'])}"
+            console.print(f"  {where}{source}: {what}", soft_wrap=True)
