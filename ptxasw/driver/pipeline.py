@@ -8,8 +8,11 @@ through `ptxasw.ir.builder`, whose edits invalidate the shared
 `AnalysisCache`, so the pipeline knows from the edits, not from the pass's
 word alone, whether the module changed (the drop-in hands ``ptxas`` the
 user's own file when nothing did). Most passes work one function at a time:
-they subclass `FunctionPass`. Today the default pipeline is empty (parse and
-print, the identity transform); shuffle synthesis adds itself here.
+they subclass `FunctionPass`. The default pipeline is shuffle synthesis
+(`ptxasw.synth.synthesize.ShuffleSynthesisPass`), configured from the
+environment (`synthesis_options`).
+
+Environment: see `ptxasw.driver.settings`.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from typing import Any, Protocol
 
 from ptxasw import ir
 from ptxasw.driver.deadline import MAX_LOGGED, Deadline
+from ptxasw.driver.settings import synthesis_settings
 from ptxasw.ir.builder import AnalysisCache, BuildError, FunctionBuilder
 from ptxasw.ir.printer import print_module
 from ptxasw.parser import parse_ptx
@@ -120,8 +124,14 @@ class PipelineResult:
 
 
 def default_passes() -> list[ModulePass]:
-    """The passes the drop-in ``ptxas`` runs. None yet: the identity transform."""
-    return []
+    """The passes the drop-in ``ptxas`` runs: shuffle synthesis (unless ``PTXASW_SYNTH=0``)."""
+    settings = synthesis_settings(warn=True)
+    if settings["synth"] == "0":
+        return []
+    from ptxasw.synth.detect import Options
+    from ptxasw.synth.synthesize import ShuffleSynthesisPass
+
+    return [ShuffleSynthesisPass(Options(max_delta=int(settings["max_delta"]), mode=settings["mode"]))]
 
 
 def run_pipeline(

@@ -41,6 +41,9 @@ Environment:
 ``PTXASW_LOG=FILE``    append one JSON line per invocation.
 ``PTXASW_PIPELINE``    ``module:function`` to run instead of
                        ``ptxasw.driver.pipeline:run_pipeline`` (tests, experiments).
+``PTXASW_CACHE_DIR``   the result cache (`ptxasw.driver.cache`; ``off`` disables it).
+``PTXASW_MODE``, ``PTXASW_MAX_DELTA``, ``PTXASW_SYNTH``, ``PTXASW_UNSAFE``: the
+                       synthesis settings (`ptxasw.driver.settings`).
 """
 
 from __future__ import annotations
@@ -466,6 +469,7 @@ class Outcome:
     where: str | None = None
     timed_out: bool = False
     note: str | None = None  # why the pipeline did not run, where that was no failure
+    cached: bool = False  # the result came from the result cache
 
     @property
     def rewritten(self) -> bool:
@@ -490,6 +494,8 @@ class Outcome:
             rec["where"] = self.where or self.name
         if self.timed_out:
             rec["timed_out"] = True
+        if self.cached:
+            rec["cached"] = True
         if self.note is not None:
             rec["note"] = f"left to the real tool: {self.note}"
         return rec
@@ -776,6 +782,58 @@ def transform_or_skip(text: str, name: str, timeout: float, earlier: Sequence[Ou
     if any(o.timed_out for o in earlier):
         return Outcome(name, "fallback", error="not transformed after an earlier time-out")
     return transform_ptx(text, name, timeout)
+
+
+def transform_cached(
+    text: str,
+    name: str,
+    timeout: float,
+    earlier: Sequence[Outcome],
+    results: tuple[Any, dict[str, str]] | None,
+) -> Outcome:
+    """`transform_or_skip` through the result cache (`ptxasw.driver.cache`):
+    a hit costs a hash and a read; a complete result is stored. A result is
+    complete when the pipeline ran to the end and no pass skipped anything
+    for lack of time (a later build with more time may do better)."""
+    if results is None:
+        return transform_or_skip(text, name, timeout, earlier)
+    from ptxasw.driver.cache import CachedResult
+
+    store, context = results
+    key = store.key(text, context)
+    hit = store.get(key)
+    if hit is not None:
+        return Outcome(name, "ok", text=hit.text, passes=hit.passes, note=None, cached=True)
+    outcome = transform_or_skip(text, name, timeout, earlier)
+    if outcome.status == "ok" and outcome.note is None and not _skipped_any(outcome.passes):
+        store.put(key, CachedResult(outcome.text, outcome.passes))
+    return outcome
+
+
+def _skipped_any(passes: Sequence[Any]) -> bool:
+    return any(isinstance(p, dict) and (p.get("skipped") or p.get("partial")) for p in passes)
+
+
+def _cache_for(args: Sequence[Arg]) -> tuple[Any, dict[str, str]] | None:
+    """The result cache and this run's key context (target, settings,
+    pipeline); None when the cache is off or a custom pipeline runs."""
+    from ptxasw.driver import settings
+    from ptxasw.driver.cache import ResultCache, cache_dir
+
+    settings.TARGET_ARCH = target_arch(args)
+    directory = cache_dir()
+    if directory is None or os.environ.get(ENV_PIPELINE):
+        return None
+    return ResultCache(directory), settings.synthesis_settings()
+
+
+def target_arch(args: Iterable[Arg]) -> str | None:
+    """The ``--gpu-name``/``-arch`` of a ptxas command line (the last one wins)."""
+    arch = None
+    for arg in iter_args(args):
+        if arg.kind == "option" and arg.spec is not None and arg.spec.long == "gpu-name":
+            arch = arg.value
+    return arch
 
 
 def _jsonable(value: Any) -> Any:
@@ -1211,6 +1269,7 @@ def run_wrapper(argv: Sequence[str], *, allow_exec: bool = False) -> int:
         return passthrough([str(real), *argv], env, record, start, allow_exec=allow_exec)
 
     timeout = timeout_seconds()
+    results = _cache_for(args)
     replace: dict[int, str] = {}
     rename: dict[str, str] = {}
     lines: dict[str, LineMap] = {}
@@ -1240,7 +1299,7 @@ def run_wrapper(argv: Sequence[str], *, allow_exec: bool = False) -> int:
                 except OSError:
                     continue  # ptxas will say it cannot open it
             text = data.decode("utf-8", "surrogateescape")
-            outcome = transform_or_skip(text, name, timeout, outcomes)
+            outcome = transform_cached(text, name, timeout, outcomes, results)
             if outcome.text is not None and arg.kind == "input":
                 try:
                     replace[id(arg)] = str(scratch.copy(index, name, outcome.text))

@@ -148,7 +148,7 @@ class _Detector:
         self.executor = SymbolicExecutor(module, fn, budget, merge=False)
         self.analysis = self.executor.run()
         self.cfg: CFG = self.executor.cfg
-        self.models: dict[int, z3.ModelRef | None] = {}
+        self.models: dict[int, list[z3.ModelRef]] = {}
         self.widths = register_widths(fn)
         # Where each module instruction sits in the analysed (inlined) body,
         # and on which flows it ran.
@@ -284,9 +284,10 @@ class _Detector:
                 return _Pair(None, "divergent flow (the source value differs between paths)")
             hypotheses = [*self.analysis.assumptions, *flow.condition]
             if delta is None:
-                delta = self._guess_delta(flow, hypotheses, a, b)
-                if isinstance(delta, str):
-                    return _Pair(None, delta)
+                guess = self._guess_delta(flow, hypotheses, a, b)
+                if isinstance(guess, str):
+                    return _Pair(None, guess)
+                delta = guess
             holds, needs_no_wrap = self.prover.equal(hypotheses, shift_thread(a.value, delta), b.value)
             if not holds:
                 return _Pair(None, "non-constant delta" if holds is False else "solver gave up")
@@ -295,21 +296,73 @@ class _Detector:
         return _Pair(delta, None, tuple(sorted(assumptions)))
 
     def _guess_delta(self, flow: Flow, hypotheses: list[z3.BoolRef], a: Access, b: Access) -> int | str:
-        """N from one model of the flow: (B's address - A's) / A's stride along x."""
-        if id(flow) not in self.models:
-            self.models[id(flow)] = self.prover.model(hypotheses)
-        model = self.models[id(flow)]
-        if model is None or a.address is None or b.address is None:
+        """N from two models of the flow that differ in the kernel's parameters
+        and block: (B's address - A's) / A's stride along x. Where the two
+        disagree N depends on run-time values; where they agree the proof
+        still has the last word."""
+        if a.address is None or b.address is None:
+            return "unsupported access (no address)"
+        guesses = set()
+        for model in self._models(flow, hypotheses, (a.address, b.address)):
+            stride = _signed(model.eval(shift_thread(a.address, 1) - a.address, model_completion=True))
+            distance = _signed(model.eval(b.address - a.address, model_completion=True))
+            if stride is None or distance is None:
+                return "non-constant delta"
+            if stride == 0:
+                guesses.add(0 if distance == 0 else None)
+            else:
+                guesses.add(distance // stride if distance % stride == 0 else None)
+        if not guesses:
             return "solver gave up"
-        stride = _signed(model.eval(shift_thread(a.address, 1) - a.address, model_completion=True))
-        distance = _signed(model.eval(b.address - a.address, model_completion=True))
-        if stride is None or distance is None:
+        if len(guesses) > 1:
             return "non-constant delta"
-        if stride == 0:
-            return 0 if distance == 0 else "no neighbour"
-        if distance % stride:
+        delta = guesses.pop()
+        if delta is None:
             return "no neighbour"
-        return distance // stride
+        if abs(delta) > min(self.options.max_delta, 31):
+            return f"delta out of range ({delta:+d})"
+        return delta
+
+    def _models(
+        self, flow: Flow, hypotheses: list[z3.BoolRef], terms: tuple[z3.ExprRef, ...]
+    ) -> list[z3.ModelRef]:
+        """Two models of the flow's path: the second with other values of the
+        kernel parameters and block ids the terms mention (where possible)."""
+        cached = self.models.get(id(flow))
+        if cached is None:
+            first = self.prover.model(hypotheses)
+            cached = [first] if first is not None else []
+            self.models[id(flow)] = cached
+        if len(cached) == 1:
+            varying = [
+                c for c in _constants(terms) if c.decl().name().startswith(("param_", "%ctaid", "%ntid"))
+            ]
+            model = cached[0]
+            differ = []
+            for v in varying:
+                value = model.eval(v, model_completion=True)
+                if z3.is_bv_value(value) and value.size() == v.size():
+                    differ.append(v != value)
+            second = self.prover.model([*hypotheses, *differ]) if differ else None
+            if second is None and differ:
+                second = self.prover.model([*hypotheses, z3.Or(*differ)])
+            cached.append(second if second is not None else cached[0])
+        return cached
+
+
+def _constants(terms: tuple[z3.ExprRef, ...]) -> list[z3.ExprRef]:
+    """The uninterpreted constants of ``terms``, in a fixed order."""
+    found: dict[str, z3.ExprRef] = {}
+    stack, seen = list(terms), set()
+    while stack:
+        node = stack.pop()
+        if node.get_id() in seen:
+            continue
+        seen.add(node.get_id())
+        if z3.is_const(node) and node.decl().kind() == z3.Z3_OP_UNINTERPRETED:
+            found[str(node)] = node
+        stack.extend(node.children())
+    return [found[k] for k in sorted(found)]
 
 
 def _signed(value: z3.ExprRef) -> int | None:
