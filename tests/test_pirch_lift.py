@@ -84,13 +84,20 @@ def ints(rng: np.random.Generator, n: int, lo: int = -(2**31), hi: int = 2**31) 
 
 
 def compare(
-    module: ir.Module, kernel: str, grid: int, wg: int, pack: int, args: list[object]
+    module: ir.Module,
+    kernel: str,
+    grid: int | tuple[int, ...],
+    wg: int | tuple[int, int, int],
+    pack: int,
+    args: list[object],
 ) -> list[np.ndarray | None]:
-    """Run the interpreter and the lifted kernel on copies of ``args``; assert equal bytes."""
+    """Run the interpreter and the lifted kernel (blocks of ``wg`` threads, ``pack``
+    per call) on copies of ``args``; assert equal bytes."""
     copy = lambda a: a.copy() if isinstance(a, np.ndarray) else a  # noqa: E731
-    want = launch(module, kernel, grid, wg, [copy(a) for a in args], strict=True)
-    lifted = lift_kernel(module, kernel, wg_size=wg, wg_pack=pack)
-    got = launch_lifted(lifted, grid, wg, [copy(a) for a in args], threads=2)
+    block = (wg, 1, 1) if isinstance(wg, int) else wg
+    want = launch(module, kernel, grid, block, [copy(a) for a in args], strict=True)
+    lifted = lift_kernel(module, kernel, wg_pack=pack, block=block)
+    got = launch_lifted(lifted, grid, block, [copy(a) for a in args], threads=2)
     for i, (w, g) in enumerate(zip(want.buffers, got.buffers, strict=True)):
         if w is None:
             assert g is None
@@ -169,3 +176,17 @@ def test_votes_match_and_redux(pirch_ptx: ir.Module, wg: int, pack: int) -> None
     compare(pirch_ptx, f"match_wg{wg}", grid, wg, pack, [x, np.zeros(n, np.uint32)])
     u = rng.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32)
     compare(pirch_ptx, f"redadd_wg{wg}", grid, wg, pack, [u, np.zeros(n, np.uint32)])
+
+
+@pytest.mark.parametrize("pack", [1, 2])
+def test_blocks_of_several_warps_with_shared_memory(pirch_ptx: ir.Module, pack: int) -> None:
+    rng = np.random.default_rng(500 + pack)
+    n = 150  # threads run 2 or 3 iterations: masked, then a barrier where all meet
+    x = floats(rng, 3 * n, np.float32, special=0.02)
+    compare(pirch_ptx, "blocksum", 3, (64, 1, 1), pack, [x, np.zeros(3, np.float32), n])
+    rows, cols = 21, 35  # partial tiles in both directions
+    a = ints(rng, rows * cols)
+    grid = (-(-cols // 16), -(-rows // 16))
+    compare(
+        pirch_ptx, "tile_transpose", grid, (16, 4, 1), pack, [a, np.zeros(rows * cols, np.int32), rows, cols]
+    )

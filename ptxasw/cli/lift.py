@@ -33,7 +33,14 @@ from ptxasw.errors import PtxError
 @click.option("--emit", "what", type=click.Choice(["ir", "asm", "obj"]), default="ir", show_default=True)
 @click.option("--wg-size", type=int, default=None, help="Work-group size (default: the kernel's .reqntid).")
 @click.option(
-    "--wg-pack", type=click.IntRange(min=1), default=1, show_default=True, help="Work groups per call."
+    "--wg-pack",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Blocks (work groups) per call.",
+)
+@click.option(
+    "--block", default=None, help="Block shape X[,Y[,Z]] of several warps (default: --wg-size, .reqntid)."
 )
 def lift_command(
     source: str,
@@ -43,10 +50,11 @@ def lift_command(
     what: str,
     wg_size: int | None,
     wg_pack: int,
+    block: str | None,
 ) -> None:
     """Lift a kernel to PIRCH InfReg-IR (LLVM) or host code."""
     try:
-        _lift(source, kernel, target, output, what, wg_size, wg_pack)
+        _lift(source, kernel, target, output, what, wg_size, wg_pack, block)
     except PtxError as exc:
         fail(exc)
     except Exception as exc:  # a lifter bug must still be one line for users
@@ -66,7 +74,9 @@ def _lift(
     what: str,
     wg_size: int | None,
     wg_pack: int,
+    block: str | None,
 ) -> None:
+    from ptxasw.cli.run import parse_dims
     from ptxasw.parser import read_ptx
     from ptxasw.pirch_bridge.backends import emit
     from ptxasw.pirch_bridge.lift import lift_kernel
@@ -74,7 +84,8 @@ def _lift(
     if what == "obj" and output is None:
         raise PtxError("--emit obj needs -o FILE")
     module = read_ptx(source)
-    lifted = lift_kernel(module, kernel, wg_size=wg_size, wg_pack=wg_pack)
+    shape = parse_dims(block, "block") if block is not None else None
+    lifted = lift_kernel(module, kernel, wg_size=wg_size, wg_pack=wg_pack, block=shape)
     result = emit(lifted, target, what)
     if isinstance(result, bytes):
         assert output is not None

@@ -1,8 +1,13 @@
 """Lift one warp-synchronous PTX kernel to an LLVM function over InfRegs.
 
-The lifted function runs ``WG_PACK`` work groups in lockstep, each one block
-of ``WG_SIZE`` threads (one warp): lane ``i`` of every vector is thread
-``i % WG_SIZE`` of work group ``i // WG_SIZE``. Its signature is::
+The lifted function runs ``WG_PACK`` CTAs in lockstep. A CTA of ``B``
+threads takes ``B`` consecutive lanes of every vector (thread ``i % B`` of
+CTA ``i // B``, x fastest); its warps (work groups: the whole CTA when
+``B <= 32``, else 32 lanes each) are the domain's lane segments, so warp
+collectives act per warp while ``bar.sync`` holds by construction (every
+thread of the CTA runs each instruction at once, which is what COX's
+hierarchical collapsing and Polygeist's barrier splitting arrange with
+loops). Its signature is::
 
     void KERNEL(i8* params, i8* shared, i32 shared_stride,
                 i32 ctaid_x0, i32 ctaid_y, i32 ctaid_z,
@@ -10,9 +15,9 @@ of ``WG_SIZE`` threads (one warp): lane ``i`` of every vector is thread
 
 ``params`` holds the kernel's ``.param`` bytes as the interpreter lays them
 out (`LiftedKernel.param_layout`); ``shared`` one ``.shared`` window of
-``shared_stride`` bytes per packed work group (zeroed by the caller); work
-group ``g`` of the call is CTA ``(ctaid_x0 + g, ctaid_y, ctaid_z)`` and its
-lanes only run if ``ctaid_x0 + g < nctaid_x``.
+``shared_stride`` bytes per packed CTA (zeroed by the caller); CTA ``g`` of
+the call is ``(ctaid_x0 + g, ctaid_y, ctaid_z)`` and its lanes only run if
+``ctaid_x0 + g < nctaid_x``. ``KERNEL.range`` runs a slice of a whole grid.
 
 Control flow
 ------------
@@ -33,6 +38,7 @@ cannot lift exactly is refused with the instruction's location.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from llvmlite import ir as ll
@@ -46,7 +52,7 @@ from ptxasw.ir import isa
 from ptxasw.pirch_bridge.domain import LLVMDomain, Vec
 from ptxasw.pirch_bridge.machine import LiftMachine, RegisterFile, Specials
 
-__all__ = ["LiftedKernel", "choose_kernel", "lift_kernel", "work_group_size"]
+__all__ = ["LiftedKernel", "block_shape", "choose_kernel", "lift_kernel"]
 
 _I8P = ll.IntType(8).as_pointer()
 _I32 = ll.IntType(32)
@@ -73,6 +79,8 @@ class LiftedKernel:
     kernel: ir.Function
     wg_size: int
     wg_pack: int
+    block: tuple[int, int, int]
+    groups: int
     param_layout: dict[str, tuple[int, int]]
     param_size: int
     shared_size: int
@@ -100,24 +108,38 @@ def choose_kernel(module: ir.Module, name: str | None) -> ir.Function:
     raise PtxError(f"no kernel named {name!r} in {module.path} (kernels: {names})")
 
 
-def work_group_size(fn: ir.Function, requested: int | None) -> int:
-    """WG_SIZE: the option, else ``.reqntid``/``.maxntid`` of a one-dimensional block of <= 32."""
-    if requested is not None:
-        if not 1 <= requested <= 32:
-            raise PtxError(f"--wg-size must be 1..32 (one warp), got {requested}")
-        return requested
-    for name in (".reqntid", ".maxntid"):
-        for d in fn.directives:
-            if isinstance(d, ir.PerfDirective) and d.name == name and d.values:
-                dims = list(d.values) + [1] * (3 - len(d.values))
-                if dims[1] == dims[2] == 1 and 1 <= dims[0] <= 32:
-                    return int(dims[0])
-                raise UnsupportedError(
-                    f"kernel {fn.name} has {name} {tuple(dims)}: only blocks of one warp (<= 32 threads) "
-                    "are lifted",
-                    d.loc,
-                )
-    raise PtxError(f"kernel {fn.name} states no block size (.reqntid): give --wg-size")
+def block_shape(
+    fn: ir.Function, wg_size: int | None = None, block: tuple[int, int, int] | None = None
+) -> tuple[int, int, int]:
+    """The CTA shape the kernel is lifted for: ``block``, else ``(wg_size, 1, 1)``, else the
+    kernel's ``.reqntid`` (or ``.maxntid``). Blocks of more than 32 threads must be whole warps."""
+    if block is None and wg_size is not None:
+        if not 1 <= wg_size <= 32:
+            raise PtxError(f"--wg-size must be 1..32 (one warp), got {wg_size}")
+        block = (wg_size, 1, 1)
+    loc = fn.loc
+    if block is None:
+        for name in (".reqntid", ".maxntid"):
+            found = [
+                d for d in fn.directives if isinstance(d, ir.PerfDirective) and d.name == name and d.values
+            ]
+            if found:
+                x, y, z = [*(int(v) for v in found[0].values), 1, 1][:3]
+                block = (x, y, z)
+                loc = found[0].loc
+                break
+    if block is None:
+        raise PtxError(f"kernel {fn.name} states no block size (.reqntid): give --wg-size or --block")
+    threads = block[0] * block[1] * block[2]
+    if min(block) < 1 or threads > 1024:
+        raise PtxError(f"block {block} must have 1..1024 threads")
+    if threads > 32 and threads % 32:
+        raise UnsupportedError(
+            f"kernel {fn.name}: a block of {threads} threads ends in a partial warp; lifted blocks are one "
+            "warp of <= 32 threads or whole warps",
+            loc,
+        )
+    return (block[0], block[1], block[2])
 
 
 def lift_kernel(
@@ -126,25 +148,34 @@ def lift_kernel(
     *,
     wg_size: int | None = None,
     wg_pack: int = 1,
+    block: tuple[int, int, int] | None = None,
 ) -> LiftedKernel:
-    """Lift ``kernel`` (see the module documentation); raises `PtxError` subclasses
-    (one located line each) for what cannot be lifted exactly."""
+    """Lift ``kernel`` (see the module documentation) for CTAs of ``block`` threads
+    (`block_shape`), ``wg_pack`` CTAs per call; raises `PtxError` subclasses (one
+    located line each) for what cannot be lifted exactly."""
     fn = choose_kernel(module, kernel)
     if fn.body is None:
         raise PtxError(f"kernel {fn.name} has no body", fn.loc)
     if wg_pack < 1:
         raise PtxError(f"--wg-pack must be at least 1, got {wg_pack}")
-    return _Lifter(module, fn, work_group_size(fn, wg_size), wg_pack).run()
+    shape = block_shape(fn, wg_size, block)
+    if shape[0] * shape[1] * shape[2] * wg_pack > 2048:
+        raise PtxError(f"{wg_pack} blocks of {shape} threads per call: at most 2048 lanes")
+    return _Lifter(module, fn, shape, wg_pack).run()
 
 
 class _Lifter:
-    def __init__(self, module: ir.Module, fn: ir.Function, wg_size: int, wg_pack: int) -> None:
+    def __init__(self, module: ir.Module, fn: ir.Function, block: tuple[int, int, int], pack: int) -> None:
         self.ptx = module
         self.fn = fn
         self.cfg: CFG = build_cfg(fn)
         self.module = ll.Module(name=fn.name)
         self.module.triple = ""
-        self.dom = LLVMDomain(self.module, wg_size, wg_pack)
+        self.block = block
+        self.block_lanes = block[0] * block[1] * block[2]
+        self.pack = pack
+        warp = min(self.block_lanes, 32)  # a work group is a warp (the whole block when it is one)
+        self.dom = LLVMDomain(self.module, warp, pack * (self.block_lanes // warp))
         self.lanes = self.dom.lanes
         self.mask_t = ll.VectorType(ll.IntType(1), self.lanes)
 
@@ -255,7 +286,7 @@ class _Lifter:
         b.branch(self.blocks[order[0]])
         registers = RegisterFile(self.dom, entry, self.register_type)
         self.machine = LiftMachine(
-            self.dom, registers, specials, func.args[0], func.args[1], func.args[2], symbols
+            self.dom, registers, specials, func.args[0], func.args[1], func.args[2], symbols, self.block_lanes
         )
         self.sem = Semantics(self.machine)
         self.machine.single_defs = self._single_definitions()
@@ -279,7 +310,9 @@ class _Lifter:
             function=self.fn.name,
             kernel=self.fn,
             wg_size=self.dom.wg_size,
-            wg_pack=self.dom.wg_pack,
+            wg_pack=self.pack,
+            block=self.block,
+            groups=self.dom.wg_pack,
             param_layout=layout,
             param_size=param_size,
             shared_size=shared_size,
@@ -321,8 +354,8 @@ class _Lifter:
             arg.name = name
         entry, head, body, done = (func.append_basic_block(n) for n in ("entry", "head", "body", "done"))
         b = ll.IRBuilder(entry)
-        pack = ll.Constant(i64, self.dom.wg_pack)
-        chunks_x = b.udiv(b.add(b.zext(nx, i64), ll.Constant(i64, self.dom.wg_pack - 1)), pack)
+        pack = ll.Constant(i64, self.pack)
+        chunks_x = b.udiv(b.add(b.zext(nx, i64), ll.Constant(i64, self.pack - 1)), pack)
         b.branch(head)
         b.position_at_end(head)
         c = b.phi(i64, name="chunk")
@@ -345,37 +378,40 @@ class _Lifter:
         b.ret_void()
 
     def _specials(self, func: ll.Function) -> tuple[Specials, Vec]:
+        """Thread and CTA ids per lane: lane i is thread ``i % B`` (x fastest) of CTA
+        ``ctaid_x0 + i // B`` of the call; warps are 32 consecutive threads."""
         d = self.dom
-        w, lanes = d.wg_size, d.lanes
+        bx, by, bz = self.block
+        size, lanes = self.block_lanes, d.lanes
         x0, y, z, nx, ny, nz = (d.splat(a, 32) for a in func.args[3:])
-        group = d._const_lanes([i // w for i in range(lanes)], 32)
-        ctaid_x = d.add(x0, group)
-        lane = d.lane_index()
+        thread = [i % size for i in range(lanes)]
+
+        def per_lane(values: list[int]) -> Vec:
+            return d._const_lanes(values, 32)
 
         def const(v: int) -> Vec:
             return d.const(v, 32)
 
-        def lanemask(pred: object) -> Vec:
-            return d._const_lanes(
-                [sum(1 << j for j in range(32) if pred(i % w, j)) for i in range(lanes)], 32
-            )
+        def lanemask(pred: Callable[[int, int], bool]) -> Vec:
+            return per_lane([sum(1 << j for j in range(32) if pred(t % 32, j)) for t in thread])
 
+        ctaid_x = d.add(x0, per_lane([i // size for i in range(lanes)]))
         values = {
-            ("%tid", "x"): lane,
-            ("%tid", "y"): const(0),
-            ("%tid", "z"): const(0),
-            ("%ntid", "x"): const(w),
-            ("%ntid", "y"): const(1),
-            ("%ntid", "z"): const(1),
+            ("%tid", "x"): per_lane([t % bx for t in thread]),
+            ("%tid", "y"): per_lane([t // bx % by for t in thread]),
+            ("%tid", "z"): per_lane([t // (bx * by) for t in thread]),
+            ("%ntid", "x"): const(bx),
+            ("%ntid", "y"): const(by),
+            ("%ntid", "z"): const(bz),
             ("%ctaid", "x"): ctaid_x,
             ("%ctaid", "y"): y,
             ("%ctaid", "z"): z,
             ("%nctaid", "x"): nx,
             ("%nctaid", "y"): ny,
             ("%nctaid", "z"): nz,
-            ("%laneid", None): lane,
-            ("%warpid", None): const(0),
-            ("%nwarpid", None): const(1),
+            ("%laneid", None): per_lane([t % 32 for t in thread]),
+            ("%warpid", None): per_lane([t // 32 for t in thread]),
+            ("%nwarpid", None): const(-(-size // 32)),
             ("WARP_SZ", None): const(32),
             ("%lanemask_eq", None): lanemask(lambda i, j: j == i),
             ("%lanemask_lt", None): lanemask(lambda i, j: j < i),

@@ -84,6 +84,7 @@ class LiftMachine:
         shared: ll.Value,
         shared_stride: ll.Value,
         symbols: dict[str, tuple[str, int]],
+        block_lanes: int,
     ) -> None:
         self.dom = dom
         self.registers = registers
@@ -92,6 +93,7 @@ class LiftMachine:
         self.shared = shared
         self.shared_stride = shared_stride
         self.symbols = symbols
+        self.block_lanes = block_lanes
         self.exec: Vec = dom.const(1, 1)
         self.inst: ir.Instruction | None = None
         # Registers with one static definition whose value is known at lift time
@@ -154,7 +156,7 @@ class LiftMachine:
         if space == ".param":
             return self.params, None
         if space == ".shared":
-            group = d._const_lanes([i // d.wg_size for i in range(d.lanes)], 64)
+            group = d._const_lanes([i // self.block_lanes for i in range(d.lanes)], 64)
             stride = d.splat(self.b.zext(self.shared_stride, ll.IntType(64)), 64)
             return self.shared, d.mul(group, stride)
         if space in (".global", "generic"):
@@ -282,8 +284,9 @@ class LiftMachine:
         return warp_collective(d, inst, operands, cond, active)
 
     def barrier(self, inst: ir.Instruction, cond: Vec | None) -> None:
-        """``bar.warp.sync``: the lanes of a work group run in lockstep already.
-        A CTA barrier is a no-op only when the block is one work group."""
+        """Every thread of a CTA runs in lockstep in one vector, so ``bar.sync`` and
+        ``bar.warp.sync`` hold by construction: what every lane did before the
+        instruction is done before any lane goes on."""
         if inst.opcode not in ("bar", "barrier") or ".warp" in inst.modifiers:
             return
         if ".red" in inst.modifiers or ".arrive" in inst.modifiers:

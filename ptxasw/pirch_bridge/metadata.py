@@ -47,8 +47,8 @@ def layout_node(module: ll.Module, wg_size: int, wg_pack: int) -> ll.MDValue:
 def annotate(lifted: LiftedKernel) -> int:
     """Attach the PIRCH metadata to ``lifted``'s kernel; returns how many InfRegs were marked."""
     module = lifted.module
-    node = layout_node(module, lifted.wg_size, lifted.wg_pack)
-    lanes = lifted.wg_size * lifted.wg_pack
+    node = layout_node(module, lifted.wg_size, lifted.groups)
+    lanes = lifted.wg_size * lifted.groups
     fn = module.get_global(lifted.function)
     count = 0
     reg_names = {name.lstrip("%").replace(".", "_"): name for name in lifted.registers}

@@ -7,7 +7,7 @@ are encoded as the parameter's PTX type; ``bytes`` fill aggregate
 parameters. So one test or one ``ptxasw run --engine`` compares the two
 engines with the same arguments.
 
-The grid is cut into chunks of ``WG_PACK`` work groups along x (times every
+The grid is cut into chunks of ``WG_PACK`` blocks along x (times every
 y and z); the chunks are split evenly between ``threads`` host threads, each
 making one ctypes call into the lifted ``KERNEL.range`` function (ctypes
 releases the GIL, so the threads run in parallel), each with its own shared
@@ -126,14 +126,11 @@ def launch_lifted(
     *,
     threads: int | None = None,
 ) -> LiftedLaunch:
-    """Run a lifted kernel over ``grid`` blocks of ``block`` (= ``(WG_SIZE, 1, 1)``) threads."""
+    """Run a lifted kernel over ``grid`` blocks of ``block`` (its `LiftedKernel.block`) threads."""
     g = _dims(grid, "grid")
     blk = _dims(block, "block")
-    if blk != (lifted.wg_size, 1, 1):
-        raise PtxError(
-            f"kernel {lifted.function} was lifted for blocks of ({lifted.wg_size}, 1, 1) threads "
-            f"(one work group), got {blk}"
-        )
+    if blk != lifted.block:
+        raise PtxError(f"kernel {lifted.function} was lifted for blocks of {lifted.block} threads, got {blk}")
     if shared_bytes and not lifted.dynamic_shared:
         shared_bytes = 0  # the interpreter also accepts dynamic shared memory nobody declares
     started = time.perf_counter()
@@ -179,13 +176,12 @@ def run_lifted(
     wg_pack: int | None = None,
     threads: int | None = None,
 ) -> LiftedLaunch:
-    """Lift ``kernel`` for the launch's block size and run it (the ``--engine llvm`` path).
+    """Lift ``kernel`` for the launch's block shape and run it (the ``--engine llvm`` path).
 
-    ``wg_pack`` defaults to enough work groups to fill 16 lanes (one AVX-512
-    vector of 32-bit values)."""
+    ``wg_pack`` (blocks per call) defaults to enough blocks to fill 16 lanes
+    (one AVX-512 vector of 32-bit values)."""
     blk = _dims(block, "block")
-    if blk[1] != 1 or blk[2] != 1 or blk[0] > 32:
-        raise PtxError(f"the llvm engine runs blocks of one warp (X <= 32, Y = Z = 1), got {blk}")
-    pack = wg_pack if wg_pack is not None else max(1, 16 // blk[0])
-    lifted = lift_kernel(module, kernel, wg_size=blk[0], wg_pack=pack)
+    threads = blk[0] * blk[1] * blk[2]
+    pack = wg_pack if wg_pack is not None else max(1, 16 // threads)
+    lifted = lift_kernel(module, kernel, wg_pack=pack, block=blk)
     return launch_lifted(lifted, grid, blk, args, shared_bytes, threads=threads)

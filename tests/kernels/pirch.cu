@@ -105,3 +105,26 @@ ALL_WG(MATCH)
         out[i] = __reduce_add_sync(WG_MASK(WG), x[i]) ^ __reduce_max_sync(WG_MASK(WG), x[i] >> 1); \
     }
 ALL_WG(REDADD)
+
+// Blocks of several warps: shared memory and __syncthreads (all the block's
+// threads run in lockstep in one vector; warp collectives act per warp).
+extern "C" __global__ void blocksum(const float *x, float *out, int n) {
+    __shared__ float partial[2];
+    float v = 0.0f;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) v += x[blockIdx.x * n + i];
+    for (int off = 16; off > 0; off >>= 1) v += __shfl_down_sync(0xffffffffu, v, off);
+    if ((threadIdx.x & 31) == 0) partial[threadIdx.x >> 5] = v;
+    __syncthreads();
+    if (threadIdx.x == 0) out[blockIdx.x] = partial[0] + partial[1];
+}
+
+extern "C" __global__ void tile_transpose(const int *in, int *out, int rows, int cols) {
+    __shared__ int tile[16][17];
+    int c = blockIdx.x * 16 + threadIdx.x, r0 = blockIdx.y * 16;
+    for (int k = threadIdx.y; k < 16; k += blockDim.y)
+        if (r0 + k < rows && c < cols) tile[k][threadIdx.x] = in[(r0 + k) * cols + c];
+    __syncthreads();
+    int oc = r0 + threadIdx.x, or0 = blockIdx.x * 16;
+    for (int k = threadIdx.y; k < 16; k += blockDim.y)
+        if (or0 + k < cols && oc < rows) out[(or0 + k) * rows + oc] = tile[threadIdx.x][k];
+}
