@@ -14,7 +14,9 @@ set -u
 
 # chromium: the HTML report's browser test drives it through Playwright (no browser
 # download is possible here); that test fails, rather than skips, without it.
-PACKAGES=(clang-19 gcc-12-offload-nvptx chromium)
+# pocl-opencl-icd (+ the ICD loader, headers, clinfo): the OpenCL reference of the
+# PIRCH speed benchmark and its tests (benchmarks/pirch/ref_opencl).
+PACKAGES=(clang-19 gcc-12-offload-nvptx chromium pocl-opencl-icd ocl-icd-opencl-dev opencl-headers clinfo)
 
 if [ "$(id -u)" -eq 0 ]; then
     SUDO=()
