@@ -183,3 +183,42 @@ def test_gemm_is_a_matrix_product(builds) -> None:
     a, b, c = kernel.args(BATCH, 16, seed=4)
     (got,) = suite.run_interpreter(kernel, 16, [a, b, c])
     np.testing.assert_allclose(got, a @ b, rtol=1e-12, atol=1e-12)
+
+
+# --------------------------------------------------------------------------
+# The speed references (benchmarks/pirch/ref_c, ref_opencl) compute the same thing
+
+REFERENCE_CASES = [(k.name, wg) for k in suite.kernels(batched=True) for wg in (4, 32)]
+
+
+@pytest.mark.parametrize(("name", "wg"), REFERENCE_CASES)
+def test_c_reference_matches(name: str, wg: int) -> None:
+    from benchmarks.pirch import references
+
+    kernel = suite.KERNELS[name]
+    args = kernel.args(5, wg, seed=11)
+    fresh = suite.copy_args(args)
+    try:
+        seconds = references.CReference(kernel, wg).run(fresh, threads=2)
+    except references.ReferenceUnavailable as exc:
+        pytest.skip(str(exc))
+    assert seconds >= 0
+    problems = suite.check_outputs(kernel, args, [fresh[i] for i in kernel.outputs], wg)
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize(("name", "wg"), REFERENCE_CASES)
+def test_opencl_reference_matches(name: str, wg: int) -> None:
+    from benchmarks.pirch import references
+
+    kernel = suite.KERNELS[name]
+    args = kernel.args(5, wg, seed=11)
+    try:
+        ref = references.OpenCLReference(kernel, wg)
+    except references.ReferenceUnavailable as exc:
+        pytest.skip(f"{exc} (scripts/install-system-deps.sh installs PoCL)")
+    ref.load(args)
+    for _ in range(2):  # the second run must start again from the loaded inputs (ldu and trsv work in place)
+        ref.run()
+        problems = suite.check_outputs(kernel, args, ref.outputs(), wg)
+        assert not problems, "\n".join(problems)
