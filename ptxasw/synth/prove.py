@@ -15,7 +15,9 @@ every pair of flows, under both path conditions:
    (a source lane may have come another way: one term means its copy holds
    what the equation speaks of);
 3. the **stores** (and atomics) are the same, in order: equal addresses and
-   equal values, once the values proven equal in 1 are put for each other.
+   equal values, once the values proven equal in 1 are put for each other
+   (the rewrite's run continues each site with an opaque stand-in, replaced
+   by the original value for the comparison).
 
 A site whose proof fails, or whose solver gives up, is not emitted.
 """
@@ -72,7 +74,7 @@ def prove_sites(
     if not original.complete:
         return fail_all(f"not proved: analysis of the original incomplete ({original.reason})")
     watch = {id(s.last): (s.dst, s.source) for s in sites}
-    rewritten = SymbolicExecutor(module, fn, budget, merge=False, watch=watch).run()
+    rewritten = SymbolicExecutor(module, fn, budget, merge=False, watch=watch, stand_ins=True).run()
     if not rewritten.complete:
         return ProofResult(
             [f"not proved: analysis of the rewrite incomplete ({rewritten.reason})"] * len(sites),
@@ -118,7 +120,8 @@ def prove_sites(
                 continue
             if no_wrap:
                 assumptions[k].add(NO_WRAP)
-            replaced.append((new_value, value))
+            assert obs.stand_in is not None
+            replaced.append((obs.stand_in, value))
         for k in range(len(sites)):
             if outcomes[k] == PROVED and seen[k] != _count_loads(old, loads[k]):
                 outcomes[k] = "failed: the rewrite runs the site a different number of times"

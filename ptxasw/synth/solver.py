@@ -50,10 +50,68 @@ def shift_thread(value: z3.ExprRef, delta: int) -> z3.ExprRef:
 
 
 def normal_form(e: z3.ExprRef) -> z3.ExprRef:
-    """A canonical form in which equal sums of products usually print alike
-    (Z3's sum-of-monomials normalisation), so that many equalities are
-    settled by comparing terms instead of bit-blasting multiplications."""
+    """Z3's sum-of-monomials normalisation: equal sums of products mostly
+    become one term, so equalities are settled by comparing terms instead
+    of bit-blasting multiplications."""
     return z3.simplify(e, som=True, elim_sign_ext=False)
+
+
+# Operators whose operands may be reordered (and, for the associative ones,
+# flattened) without changing the value.
+_ASSOCIATIVE = frozenset({z3.Z3_OP_BADD, z3.Z3_OP_BMUL, z3.Z3_OP_AND, z3.Z3_OP_OR})
+_COMMUTATIVE = _ASSOCIATIVE | {z3.Z3_OP_BAND, z3.Z3_OP_BOR, z3.Z3_OP_BXOR, z3.Z3_OP_EQ, z3.Z3_OP_DISTINCT}
+
+
+class Fingerprints:
+    """Structural hashes of terms modulo the order of commutative operands.
+
+    Z3 orders the operands of a sum by the ids of its terms, and the ids
+    depend on the order in which terms were built: the same store value,
+    built by the original kernel and by its rewrite, can come out of the
+    simplifier with its operands in another order. Two terms with equal
+    fingerprints are equal; memoised per node, so a DAG costs its size.
+    """
+
+    def __init__(self) -> None:
+        self._memo: dict[int, tuple[z3.ExprRef, bytes]] = {}
+        # The flattened operand hashes of each associative node, for its parents.
+        self._operands: dict[int, list[bytes]] = {}
+
+    def of(self, e: z3.ExprRef) -> bytes:
+        import hashlib
+
+        memo = self._memo
+        stack: list[tuple[z3.ExprRef, bool]] = [(e, False)]
+        while stack:
+            node, done = stack.pop()
+            key = node.get_id()
+            if key in memo:
+                continue
+            if not z3.is_app(node) or node.num_args() == 0:
+                memo[key] = (node, hashlib.sha1(node.sexpr().encode()).digest())
+                continue
+            kids = node.children()
+            if not done:
+                stack.append((node, True))
+                stack.extend((k, False) for k in kids if k.get_id() not in memo)
+                continue
+            decl = node.decl()
+            kind = decl.kind()
+            parts = [memo[k.get_id()][1] for k in kids]
+            if kind in _ASSOCIATIVE:
+                flat: list[bytes] = []
+                for k, part in zip(kids, parts, strict=True):
+                    if z3.is_app(k) and k.decl().kind() == kind and k.num_args() > 0:
+                        flat.extend(self._operands.get(k.get_id(), [part]))
+                    else:
+                        flat.append(part)
+                parts = sorted(flat)
+                self._operands[key] = parts
+            elif kind in _COMMUTATIVE:
+                parts = sorted(parts)
+            head = f"{decl.name()}/{kind}/{decl.params() if decl.arity() else ''}/{node.sort()}".encode()
+            memo[key] = (node, hashlib.sha1(head + b"(" + b",".join(parts) + b")").digest())
+        return memo[e.get_id()][1]
 
 
 def without_wrap(terms: Iterable[z3.ExprRef]) -> tuple[list[z3.ExprRef], bool]:
@@ -166,6 +224,7 @@ class Prover:
         self.calls = 0
         self.unknown = 0
         self.symbols = Symbols()
+        self.fingerprints = Fingerprints()
         self._cache: dict[tuple[int, ...], tuple[bool | None, z3.ExprRef, tuple[z3.ExprRef, ...]]] = {}
 
     def equal(
@@ -174,16 +233,57 @@ class Prover:
         """Whether ``a == b`` holds, and whether that needed the no-wrap
         assumption. Cheapest first: equal normal forms, equal normal forms
         without wrap, the solver, the solver without wrap."""
-        if normal_form(a).eq(normal_form(b)):
+        if self._same(a, b):
             return True, False
         (wa, wb), changed = without_wrap([a, b])
-        if changed and normal_form(wa).eq(normal_form(wb)):
+        if changed and self._same(wa, wb):
             return True, True
+        # Loads and float operations as opaque values: a claim that holds
+        # for any values holds for the real ones (one solver query without
+        # the address arithmetic inside them).
+        if _mentions_memory(a) or _mentions_memory(b):
+            oa, ob = self._opaque(a, b)
+            if self._check([], oa == ob):
+                return True, False
+            if changed:
+                oa, ob = self._opaque(wa, wb)
+                if self._check([], oa == ob):
+                    return True, True
         plain = self.proves(hypotheses, a == b)
         if plain or not changed:
             return plain, False
         wide = self.proves(hypotheses, wa == wb)
         return (True, True) if wide else (plain if wide is False else None, False)
+
+    def _same(self, a: z3.ExprRef, b: z3.ExprRef) -> bool:
+        """Equal as terms, after normalisation and modulo operand order."""
+        na, nb = normal_form(a), normal_form(b)
+        return na.eq(nb) or self.fingerprints.of(na) == self.fingerprints.of(nb)
+
+    def _opaque(self, a: z3.ExprRef, b: z3.ExprRef) -> tuple[z3.ExprRef, z3.ExprRef]:
+        """``a`` and ``b`` with every outermost application of an uninterpreted
+        function replaced by a variable, one per application modulo operand
+        order (`Fingerprints`)."""
+        pairs: dict[int, tuple[z3.ExprRef, z3.ExprRef]] = {}
+        names: dict[bytes, z3.ExprRef] = {}
+        stack, seen = [a, b], set()
+        while stack:
+            node = stack.pop()
+            if node.get_id() in seen:
+                continue
+            seen.add(node.get_id())
+            if z3.is_app(node) and node.num_args() and node.decl().kind() == z3.Z3_OP_UNINTERPRETED:
+                key = self.fingerprints.of(normal_form(node))
+                var = names.get(key)
+                if var is None:
+                    var = names[key] = z3.Const(f"opaque!{len(names)}", node.sort())
+                pairs[node.get_id()] = (node, var)
+                continue
+            stack.extend(node.children())
+        if not pairs:
+            return a, b
+        subst = list(pairs.values())
+        return z3.substitute(a, *subst), z3.substitute(b, *subst)
 
     def equal_by_cases(
         self, hypotheses: Sequence[z3.BoolRef], a: z3.ExprRef, b: z3.ExprRef, depth: int = 0
@@ -229,7 +329,7 @@ class Prover:
         answer is mostly cached. Dropping hypotheses never makes a false
         claim provable; a failure falls back to all of them.
         """
-        claim = z3.simplify(claim)
+        claim = simplify(claim)
         if z3.is_true(claim):
             return True
         if self._geometric(claim):

@@ -301,7 +301,7 @@ class SymbolicDomain:
     def ite(self, cond: BV, a: BV, b: BV) -> BV:
         c = as_bool(cond)
         if self.simplify_results:
-            c = z3.simplify(c)
+            c = simplify(c)
             if z3.is_true(c):
                 return a
             if z3.is_false(c):

@@ -217,12 +217,15 @@ class Observation:
     """Register values right after a watched instruction ran on a flow
     (`SymbolicExecutor`'s ``watch``): what a proof about a rewrite compares.
     ``conditions`` is the length of the path condition then, as for `Access`;
-    ``trace_length`` how many accesses the flow had recorded."""
+    ``trace_length`` how many accesses the flow had recorded. ``stand_in``:
+    the opaque value the first register was given from there on, when the
+    executor was asked to abstract watched values."""
 
     inst: ir.Instruction
     values: tuple[BV, ...]
     conditions: int
     trace_length: int
+    stand_in: BV | None = None
 
 
 @dataclass(eq=False)
@@ -814,6 +817,7 @@ class SymbolicExecutor:
         *,
         merge: bool = True,
         watch: dict[int, tuple[ir.Register, ...]] | None = None,
+        stand_ins: bool = False,
     ) -> None:
         """``strict``: an instruction the semantics cannot model raises
         `UnsupportedInstruction` (with its ``file:line:col``) instead of
@@ -825,7 +829,11 @@ class SymbolicExecutor:
         versions of a kernel turns it off, so that every path is its own flow
         with its own path condition. ``watch``: ``id()`` of module
         instructions -> registers whose values are recorded after the
-        instruction runs (`Flow.observations`)."""
+        instruction runs (`Flow.observations`). ``stand_ins``: the first
+        watched register then continues as a fresh opaque value (its
+        ``stand_in``), so that later terms are built over a symbol a proof
+        can put the original value for, rather than over the rewritten code's
+        term, which the simplifier may have reshaped around."""
         from ptxasw.emulator.semantics.instructions import Semantics  # written alongside; imported late
 
         self.module = module
@@ -870,6 +878,7 @@ class SymbolicExecutor:
         self._pointer_free: dict[int, dict[int, z3.ExprRef]] = {}  # width -> id -> term
         self.merge = merge
         self.watch = watch or {}
+        self.stand_ins = stand_ins
 
     # ---- setup -------------------------------------------------------------
 
@@ -1124,7 +1133,7 @@ class SymbolicExecutor:
     def _guard(self, cond: BV | None) -> z3.BoolRef | None:
         if cond is None:
             return None
-        g = z3.simplify(as_bool(cond))
+        g = simplify(as_bool(cond))
         return None if z3.is_true(g) else g
 
     def _special(self, reg: ir.Register) -> BV:
@@ -1555,8 +1564,14 @@ class SymbolicExecutor:
         for reg in regs:
             value = st.env.get((reg.name, reg.selector))
             values.append(value if value is not None else self.dom.fresh(f"undef.{_reg_text(reg)}", 32))
+        stand_in = None
+        if self.stand_ins and regs:
+            stand_in = self.dom.fresh(f"site.{_reg_text(regs[0])}", self.dom.width(values[0]))
+            st.env[(regs[0].name, regs[0].selector)] = stand_in
         flow = st.flow
-        flow.observations.append(Observation(module_inst, tuple(values), len(st.pc), len(flow.trace)))
+        flow.observations.append(
+            Observation(module_inst, tuple(values), len(st.pc), len(flow.trace), stand_in)
+        )
 
     def _havoc_defs(self, inst: ir.Instruction) -> None:
         for reg, typ in isa.typed_defs(inst):
@@ -1624,7 +1639,7 @@ class SymbolicExecutor:
                     value = self.dom.not_(value)
         if value is None:
             return None
-        return z3.simplify(as_bool(value))
+        return simplify(as_bool(value))
 
     def _fork(self, st: _State, cond: z3.BoolRef, target: int | None) -> _State:
         """A new flow from ``st`` that assumes ``cond`` and resumes at the
@@ -1671,7 +1686,7 @@ class SymbolicExecutor:
                 self._finish(child, term.opcode)
             else:
                 work.append(child)
-            st.pc = (*st.pc, z3.simplify(z3.Not(cond)))
+            st.pc = (*st.pc, simplify(z3.Not(cond)))
             self._fix_guard(st, term, False)
             return not_taken
         if not can_take and not can_skip:
@@ -1696,7 +1711,7 @@ class SymbolicExecutor:
             return False, True
         # Decided by an earlier branch on the same condition (the rewriter
         # makes equal conditions one term): no solver needed.
-        negated = z3.simplify(z3.Not(cond))
+        negated = simplify(z3.Not(cond))
         for known in st.pc:
             if known.eq(cond):
                 return True, False
@@ -1733,7 +1748,7 @@ class SymbolicExecutor:
             options.append((z3.Not(guard), block.fallthrough))
         feasible = []
         for c, target in options:
-            c = z3.simplify(c)
+            c = simplify(c)
             if z3.is_false(c):
                 continue
             if z3.is_true(c) or self.solver.check(st.pc, [c]) is not False:
