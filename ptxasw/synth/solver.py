@@ -52,8 +52,23 @@ def shift_thread(value: z3.ExprRef, delta: int) -> z3.ExprRef:
 def normal_form(e: z3.ExprRef) -> z3.ExprRef:
     """Z3's sum-of-monomials normalisation: equal sums of products mostly
     become one term, so equalities are settled by comparing terms instead
-    of bit-blasting multiplications."""
-    return z3.simplify(e, som=True, elim_sign_ext=False)
+    of bit-blasting multiplications. A bitwise not is arithmetic first
+    (``~x == -1 - x``: nvcc computes ``i - n - 1`` as ``i + ~n``)."""
+    return z3.simplify(_not_as_arithmetic(e), som=True, elim_sign_ext=False)
+
+
+def _not_as_arithmetic(e: z3.ExprRef) -> z3.ExprRef:
+    pairs = []
+    stack, seen = [e], set()
+    while stack:
+        node = stack.pop()
+        if node.get_id() in seen:
+            continue
+        seen.add(node.get_id())
+        if z3.is_app_of(node, z3.Z3_OP_BNOT):
+            pairs.append((node, -1 - node.arg(0)))
+        stack.extend(node.children())
+    return z3.substitute(e, *pairs) if pairs else e
 
 
 # Operators whose operands may be reordered (and, for the associative ones,
@@ -148,6 +163,44 @@ def _has_functions(claim: z3.ExprRef, hypotheses: Sequence[z3.ExprRef]) -> bool:
     return any(_mentions_memory(e) for e in (claim, *hypotheses))
 
 
+def _conjuncts(hypotheses: Sequence[z3.BoolRef]) -> list[z3.BoolRef]:
+    """The hypotheses split at ``And`` and ``Not(Or(...))``, so that a
+    conjunct the query does not need can be left out."""
+    out: list[z3.BoolRef] = []
+    stack = list(reversed(hypotheses))
+    while stack:
+        h = stack.pop()
+        if z3.is_and(h):
+            stack.extend(reversed(h.children()))
+        elif z3.is_not(h) and z3.is_or(h.arg(0)):
+            stack.extend(reversed([z3.Not(c) for c in h.arg(0).children()]))
+        else:
+            out.append(h)
+    return out
+
+
+_NONLINEAR = (z3.Z3_OP_BMUL, z3.Z3_OP_BUDIV, z3.Z3_OP_BUREM, z3.Z3_OP_BSDIV, z3.Z3_OP_BSREM, z3.Z3_OP_BSMOD)
+
+
+def _nonlinear(e: z3.ExprRef) -> bool:
+    """Whether ``e`` multiplies or divides two unknowns (32-bit or wider)."""
+    stack, seen = [e], set()
+    while stack:
+        node = stack.pop()
+        if node.get_id() in seen:
+            continue
+        seen.add(node.get_id())
+        if (
+            z3.is_app(node)
+            and node.decl().kind() in _NONLINEAR
+            and node.size() > 8
+            and sum(1 for c in node.children() if not z3.is_bv_value(c)) > 1
+        ):
+            return True
+        stack.extend(node.children())
+    return False
+
+
 def _mentions_memory(e: z3.ExprRef) -> bool:
     """Whether ``e`` reads memory (an uninterpreted load function)."""
     stack, seen = [e], set()
@@ -235,7 +288,7 @@ class Prover:
         without wrap, the solver, the solver without wrap."""
         if self._same(a, b):
             return True, False
-        (wa, wb), changed = without_wrap([a, b])
+        (wa, wb), changed = without_wrap([_not_as_arithmetic(a), _not_as_arithmetic(b)])
         if changed and self._same(wa, wb):
             return True, True
         # Loads and float operations as opaque values: a claim that holds
@@ -301,11 +354,12 @@ class Prover:
         if not z3.is_app_of(a, z3.Z3_OP_ITE) or depth > 12:
             return self.equal(hypotheses, a, b)
         cond, then, other = a.arg(0), a.arg(1), a.arg(2)
-        if _mentions_memory(cond) or _size(cond) > _DECIDE_LIMIT:
-            sides = [(then, [*hypotheses, cond]), (other, [*hypotheses, z3.Not(cond)])]
-        elif self.proves(hypotheses, cond):
+        decided = (
+            None if _mentions_memory(cond) or _size(cond) > _DECIDE_LIMIT else self.decide(hypotheses, cond)
+        )
+        if decided is True:
             sides = [(then, list(hypotheses))]
-        elif self.proves(hypotheses, z3.Not(cond)):
+        elif decided is False:
             sides = [(other, list(hypotheses))]
         else:
             sides = [(then, [*hypotheses, cond]), (other, [*hypotheses, z3.Not(cond)])]
@@ -319,11 +373,44 @@ class Prover:
             needs_no_wrap |= no_wrap
         return True, needs_no_wrap
 
+    def decide(self, hypotheses: Sequence[z3.BoolRef], cond: z3.BoolRef) -> bool | None:
+        """Whether the hypotheses make ``cond`` true, false, or neither (None).
+
+        Both sides are asked at each stage of `proves` (linear facts,
+        geometry, everything) before the next, more expensive, stage."""
+        cond = simplify(cond)
+        if z3.is_true(cond) or z3.is_false(cond):
+            return z3.is_true(cond)
+        for facts in self._stages(hypotheses, cond):
+            if self._check(facts, cond):
+                return True
+            if self._check(facts, z3.Not(cond)):
+                return False
+        return None
+
+    def _stages(self, hypotheses: Sequence[z3.BoolRef], claim: z3.BoolRef) -> list[list[z3.BoolRef]]:
+        """The hypothesis sets `proves` tries, cheapest first (each a subset of the last)."""
+        facts = _conjuncts(hypotheses)
+        stages = []
+        if not _nonlinear(claim):
+            linear = [h for h in facts if not _nonlinear(h)]
+            if len(linear) < len(facts):
+                stages.append(linear)
+        if self._geometric(claim):
+            geometric = [h for h in facts if self._geometric(h)]
+            if len(geometric) < len(facts):
+                stages.append(geometric)
+        stages.append(facts)
+        return stages
+
     def proves(self, hypotheses: Sequence[z3.BoolRef], claim: z3.BoolRef) -> bool | None:
         """Whether ``claim`` follows from ``hypotheses`` (None: the solver gave up).
 
-        A claim about the block's geometry alone (thread ids, block shape,
-        lane) is first tried under the hypotheses about the geometry alone:
+        A claim without products of two unknowns is first tried under the
+        hypotheses without them (bit-blasting a 32-bit multiplication is most
+        of what a query costs). A claim about the block's geometry alone
+        (thread ids, block shape, lane) is then tried under the hypotheses
+        about the geometry alone:
         fewer conjuncts, no products of kernel parameters, and the same
         question for every flow and every site of the same delta, so the
         answer is mostly cached. Dropping hypotheses never makes a false
@@ -332,11 +419,11 @@ class Prover:
         claim = simplify(claim)
         if z3.is_true(claim):
             return True
-        if self._geometric(claim):
-            geometric = [h for h in hypotheses if self._geometric(h)]
-            if len(geometric) < len(hypotheses) and self._check(geometric, claim):
+        *cheaper, facts = self._stages(hypotheses, claim)
+        for stage in cheaper:
+            if self._check(stage, claim):
                 return True
-        return self._check(hypotheses, claim)
+        return self._check(facts, claim)
 
     def _geometric(self, e: z3.ExprRef) -> bool:
         return all(n.startswith(_GEOMETRY) for n in self.symbols.of(e))

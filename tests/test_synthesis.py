@@ -1,0 +1,181 @@
+"""Shuffle synthesis end to end on the CPU: detection, code, proofs, and the interpreter as the oracle.
+
+Every suite kernel (``benchmarks/kernels``) is rewritten in ``normal`` mode;
+its proofs must hold, the PTX must assemble with the real ``ptxas``, and the
+rewritten kernel must give bit-identical outputs to the original in the
+concrete interpreter on random inputs at small odd sizes (partial warps,
+blockDim.x of 8, 16, 48, 2-D and 3-D blocks, one-block grids). The paper's
+unsafe ``nocorner`` variant is run through the same comparison and must be
+caught, and a deliberately wrong rewrite must fail its proof: the checks can
+fail.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from benchmarks.kernels import suite
+from ptxasw.emulator.symbolic.executor import Budget
+from ptxasw.ir.builder import FunctionBuilder
+from ptxasw.ir.printer import print_module
+from ptxasw.parser import parse_ptx
+from ptxasw.synth.codegen import emit_shuffles
+from ptxasw.synth.detect import KernelPlan, Options, Status, detect_kernel
+from ptxasw.synth.prove import PROVED, prove_sites
+from ptxasw.synth.solver import NO_WRAP
+from ptxasw.synth.synthesize import ShuffleSynthesisPass, _copy_with, plan_kernel
+
+pytestmark = pytest.mark.skipif(suite.find_nvcc() is None, reason="nvcc not found: the suite compiles CUDA")
+
+EXAMPLE = Path(__file__).parent.parent / "examples" / "jacobi.ptx"
+PTXAS = shutil.which("ptxas")
+
+# What the paper's Table 2 reports for the same kernels (NVHPC OpenACC PTX);
+# ours are our own CUDA versions, so they may differ where the code differs.
+# Kept here as what this suite must keep finding.
+EXPECTED = {
+    "divergence": (1, 6),
+    "gameoflife": (6, 9),
+    "gaussblur": (20, 25),
+    "gradient": (1, 6),
+    "jacobi": (6, 9),
+    "laplacian": (2, 7),
+    "matmul": (0, 10),
+    "matvec": (0, 10),
+    "tricubic": (48, 67),
+    "uxx1": (3, 17),
+    "vecadd": (0, 2),
+    "wave13pt": (4, 14),
+}
+
+
+def _rewrite(module_path: Path, symbol: str, mode: str = "normal") -> tuple[str, KernelPlan]:
+    module = parse_ptx(module_path.read_text(), str(module_path))
+    synthesis = ShuffleSynthesisPass(Options(mode=mode, time_s=60), {symbol})
+    synthesis.run(module)
+    (plan,) = synthesis.plans
+    return print_module(module), plan
+
+
+@pytest.fixture(scope="module")
+def rewritten(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, Path, KernelPlan]]:
+    """Every suite kernel: (original PTX, rewritten PTX, plan)."""
+    out = tmp_path_factory.mktemp("rewritten")
+    result = {}
+    for name, k in suite.KERNELS.items():
+        original = suite.compile_ptx(k)
+        text, plan = _rewrite(original, k.symbol)
+        path = out / f"{name}.ptx"
+        path.write_text(text)
+        result[name] = (original, path, plan)
+    return result
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_finds_what_the_suite_offers(rewritten: dict, name: str) -> None:
+    _, _, plan = rewritten[name]
+    assert plan.analysis.complete
+    assert (len(plan.chosen), plan.global_loads) == EXPECTED[name]
+    for v in plan.chosen:
+        assert v.proof == PROVED
+        assert v.delta is not None and abs(v.delta) <= 31
+        assert v.source is not None and v.source is not v.load
+
+
+def test_gaussblur_matches_the_papers_average_delta(rewritten: dict) -> None:
+    _, _, plan = rewritten["gaussblur"]
+    deltas = [abs(v.delta) for v in plan.chosen]
+    assert sum(deltas) / len(deltas) == pytest.approx(2.5)
+
+
+@pytest.mark.parametrize("name", sorted(suite.KERNELS))
+def test_rewrite_assembles(rewritten: dict, name: str, tmp_path: Path) -> None:
+    if PTXAS is None:
+        pytest.skip("ptxas not installed")
+    _, path, plan = rewritten[name]
+    proc = subprocess.run(
+        [PTXAS, "-arch=sm_90", str(path), "-o", str(tmp_path / "k.cubin")], capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert (path.read_text().count("shfl.sync") >= 1) == any(v.status is Status.SHUFFLE for v in plan.chosen)
+
+
+CASES = [(name, i) for name in sorted(suite.KERNELS) for i in range(len(suite.small_shapes(name)))]
+
+
+@pytest.mark.parametrize(("name", "case"), CASES)
+def test_rewrite_computes_the_same_bits(rewritten: dict, name: str, case: int) -> None:
+    original, path, plan = rewritten[name]
+    if not plan.chosen:
+        pytest.skip(f"{name}: nothing rewritten (its loads are reported blocked)")
+    shape, block = suite.small_shapes(name)[case]
+    for seed in (1,):
+        before = suite.run_kernel(original, name, shape, block, seed)
+        after = suite.run_kernel(path, name, shape, block, seed)
+        assert suite.same_bits(before, after) == [], f"{name} {shape} block {block} seed {seed}"
+
+
+def test_nocorner_is_caught(tmp_path: Path) -> None:
+    """The paper's ablation without corner cases is wrong at warp edges; the
+    bit-for-bit comparison above must notice it."""
+    k = suite.get("jacobi")
+    text, plan = _rewrite(suite.compile_ptx(k), k.symbol, mode="nocorner")
+    assert plan.chosen
+    path = tmp_path / "nocorner.ptx"
+    path.write_text(text)
+    shape, block = suite.small_shapes("jacobi")[2]  # blockDim.x 8: rows inside warps
+    before = suite.run_kernel(suite.compile_ptx(k), "jacobi", shape, block, 1)
+    after = suite.run_kernel(path, "jacobi", shape, block, 1)
+    assert suite.same_bits(before, after) != []
+
+
+def test_a_wrong_rewrite_fails_its_proof() -> None:
+    """Emit the shuffles with every delta off by one: the proof must refuse them."""
+    module = parse_ptx(EXAMPLE.read_text(), str(EXAMPLE))
+    fn = module.kernels[0]
+    plan = detect_kernel(module, fn)
+    assert plan.chosen
+    trial_fn, trial_module, mapped = _copy_with(module, fn, plan.verdicts)
+    wrong = [dataclasses.replace(v, delta=v.delta + 1) for v in mapped]
+    sites = emit_shuffles(FunctionBuilder(trial_fn, trial_module), wrong, "normal")
+    loads = [v.load for v in plan.chosen]
+    result = prove_sites(plan.analysis, trial_module, trial_fn, sites, loads, Budget())
+    assert result.outcomes and all(o != PROVED for o in result.outcomes)
+
+
+def test_jacobi_example() -> None:
+    """The README's example: two shuffles from the left neighbour's load (N = 1, 2),
+    proven under the stated no-wrap assumption, rows above and below refused."""
+    module = parse_ptx(EXAMPLE.read_text(), str(EXAMPLE))
+    plan = plan_kernel(module, module.kernels[0])
+    lines = {v.load.loc.line: v for v in plan.verdicts}
+    assert [(line, v.delta) for line, v in sorted(lines.items()) if v.rewritten] == [(57, 1), (59, 2)]
+    assert all(v.source is not None and v.source.loc.line == 56 for v in plan.chosen)
+    assert all(NO_WRAP in v.assumptions for v in plan.chosen)
+    assert lines[56].reason == "no neighbour"
+    assert lines[64].reason == "non-constant delta" and lines[68].reason == "non-constant delta"
+
+
+def test_max_delta_limits() -> None:
+    module = parse_ptx(EXAMPLE.read_text(), str(EXAMPLE))
+    plan = plan_kernel(module, module.kernels[0], Options(max_delta=1))
+    assert [v.delta for v in plan.chosen] == [1]
+    assert any((v.reason or "").startswith("delta out of range") for v in plan.verdicts)
+
+
+def test_known_block_shape_drops_the_row_check() -> None:
+    """With .reqntid 128 (x a multiple of 32) lanes never cross rows: no %ntid
+    read, no min; the proof still holds."""
+    text = EXAMPLE.read_text().replace("\n{\n", "\n.reqntid 128, 1, 1\n{\n", 1)
+    module = parse_ptx(text, "reqntid.ptx")
+    synthesis = ShuffleSynthesisPass(Options())
+    synthesis.run(module)
+    out = print_module(module)
+    assert out.count("shfl.sync.down") == 2
+    assert "%swntid" not in out and "min.u32" not in out
+    assert all(v.proof == PROVED for v in synthesis.plans[0].chosen)
