@@ -19,7 +19,7 @@ so only FMA contraction separates them from the GPU.
 
 `compile_ptx` runs nvcc (``-O3`` or ``-G``) once per source file, target and
 mode; the PTX is cached by a hash of the sources, the flags and nvcc's version
-under ``$PTXASW_CORPUS_CACHE/pirch`` (or ``~/.cache/ptxasw/pirch``).
+under ``$PTXASW_CORPUS_CACHE/pirch`` (or ``~/.cache/ptxasw/pirch-kernels``).
 """
 
 from __future__ import annotations
@@ -612,10 +612,13 @@ def check_outputs(
 
 
 def cache_dir() -> Path:
-    """Where compiled PTX is kept: $PTXASW_CORPUS_CACHE/pirch, else the user's cache folder."""
+    """Where built PTX and C references are kept.
+
+    ``$PTXASW_CORPUS_CACHE/pirch`` when set, else ``~/.cache/ptxasw/pirch-kernels``.
+    """
     env = os.environ.get("PTXASW_CORPUS_CACHE")
     base = Path(env).expanduser() if env else Path(os.environ.get("XDG_CACHE_HOME", "~/.cache")).expanduser()
-    path = base / "pirch" if env else base / "ptxasw" / "pirch"
+    path = base / "pirch" if env else base / "ptxasw" / "pirch-kernels"
     path.mkdir(parents=True, exist_ok=True)
     return path
 
