@@ -3,7 +3,10 @@
 Why: the wrapper sits in every CUDA build. It starts Python, runs the
 pipeline (today parse + print) and then runs the real ptxas, so its cost is
 interpreter start-up + pipeline + a fork. This script times both ways over a
-set of PTX files and prints per-file times and the ratio (goal: under 1.5x).
+set of PTX files and prints per-file times and the ratio. With shuffle synthesis
+on (the default pipeline), the goals are at most 2x plain ptxas with a cold
+result cache (``wrapper``: ``PTXASW_CACHE_DIR=off``, every run analyses) and at
+most 1.2x with a warm one (``warm``: the cache primed by one run).
 
     python benchmarks/wrapper_overhead.py                 # compiles tests/corpus/cuda/*.cu
     python benchmarks/wrapper_overhead.py a.ptx b.ptx --repeat 7 --json
@@ -42,9 +45,11 @@ class Row:
     ptxas_ms: float
     disabled_ms: float
     wrapper_ms: float
+    warm_ms: float
     pipeline_ms: float
     passes_ms: float
     ratio: float
+    warm_ratio: float
     inproc_ratio: float
     status: str
 
@@ -132,10 +137,14 @@ def measure(files: list[Path], repeat: int, pipeline: str | None) -> tuple[list[
                 {**env, "PTXASW_DISABLE": "1"},
                 repeat,
             )
-            wenv = {**env, "PTXASW_LOG": str(log)}
+            wenv = {**env, "PTXASW_LOG": str(log), "PTXASW_CACHE_DIR": "off"}
             log.unlink(missing_ok=True)
             wrapped, _ = median_ms([sys.executable, "-P", "-m", "ptxasw.driver.ptxas", *args], wenv, repeat)
             recs = [json.loads(line) for line in log.read_text().splitlines()]
+            cache = Path(tmp) / f"cache-{f.stem}"
+            cenv = {**env, "PTXASW_CACHE_DIR": str(cache)}
+            median_ms([sys.executable, "-P", "-m", "ptxasw.driver.ptxas", *args], cenv, 1)  # prime
+            warm, _ = median_ms([sys.executable, "-P", "-m", "ptxasw.driver.ptxas", *args], cenv, repeat)
             pipe = statistics.median(sum(i["seconds"] for i in r["inputs"]) * 1000 for r in recs)
             # parse + passes + print themselves, without interpreter start-up, imports
             # and loading the parser tables ("setup"), which a warm process would not repeat
@@ -153,9 +162,11 @@ def measure(files: list[Path], repeat: int, pipeline: str | None) -> tuple[list[
                     ptxas_ms=round(base, 2),
                     disabled_ms=round(floor, 2),
                     wrapper_ms=round(wrapped, 2),
+                    warm_ms=round(warm, 2),
                     pipeline_ms=round(pipe, 2),
                     passes_ms=round(work, 2),
                     ratio=round(wrapped / base, 3),
+                    warm_ratio=round(warm / base, 3),
                     inproc_ratio=round((base + work) / base, 3),
                     status="/".join(statuses),
                 )
@@ -176,23 +187,29 @@ def print_table(rows: list[Row], startup: float) -> None:
         "ptxas ms",
         "disabled ms",
         "wrapper ms",
+        "warm ms",
         "pipeline ms",
         "passes ms",
         "ratio",
+        "warm ratio",
         "in-process",
         "status",
     ]
     body = [
         [r.file, str(r.lines), r.arch, f"{r.ptxas_ms:.1f}", f"{r.disabled_ms:.1f}", f"{r.wrapper_ms:.1f}",
-         f"{r.pipeline_ms:.1f}", f"{r.passes_ms:.1f}", f"{r.ratio:.2f}x", f"{r.inproc_ratio:.2f}x", r.status]
+         f"{r.warm_ms:.1f}", f"{r.pipeline_ms:.1f}", f"{r.passes_ms:.1f}", f"{r.ratio:.2f}x",
+         f"{r.warm_ratio:.2f}x", f"{r.inproc_ratio:.2f}x", r.status]
         for r in rows
     ]  # fmt: skip
     inproc_total = (sum(r.passes_ms for r in rows) + sum(r.ptxas_ms for r in rows)) / sum(
         r.ptxas_ms for r in rows
     )
+    base = sum(r.ptxas_ms for r in rows)
     footer = (
-        f"end to end: geomean ratio {geomean([r.ratio for r in rows]):.2f}x, total "
-        f"{sum(r.wrapper_ms for r in rows) / sum(r.ptxas_ms for r in rows):.2f}x over {len(rows)} files "
+        f"end to end, cold cache: geomean ratio {geomean([r.ratio for r in rows]):.2f}x, total "
+        f"{sum(r.wrapper_ms for r in rows) / base:.2f}x over {len(rows)} files (goal <= 2x); warm cache: "
+        f"geomean {geomean([r.warm_ratio for r in rows]):.2f}x, "
+        f"total {sum(r.warm_ms for r in rows) / base:.2f}x (goal <= 1.2x) "
         f"(Python start-up alone {startup:.1f} ms)\n"
         f"in process (parse+passes+print, then ptxas): "
         f"geomean {geomean([r.inproc_ratio for r in rows]):.2f}x, total {inproc_total:.2f}x; goal < 1.5x"
@@ -210,7 +227,7 @@ def print_table(rows: list[Row], startup: float) -> None:
         title="ptxas vs ptxasw wrapper (median wall time; disabled = PTXASW_DISABLE=1, start-up + exec)"
     )
     for i, h in enumerate(head):
-        table.add_column(h, justify="left" if i in (0, 2, 10) else "right", no_wrap=True)
+        table.add_column(h, justify="left" if i in (0, 2, 12) else "right", no_wrap=True)
     for line in body:
         table.add_row(*line)
     console = Console(width=max(120, shutil.get_terminal_size().columns))
@@ -237,12 +254,16 @@ def main(argv: list[str] | None = None) -> int:
         if not files:
             fail("no PTX to time (nvcc compiled none of the corpus)")
         rows, startup = measure(files, ns.repeat, ns.pipeline)
+    base = sum(r.ptxas_ms for r in rows) or float("nan")
     if ns.json:
         print(
             json.dumps(
                 {
                     "rows": [asdict(r) for r in rows],
                     "geomean_ratio": round(geomean([r.ratio for r in rows]), 3),
+                    "geomean_warm_ratio": round(geomean([r.warm_ratio for r in rows]), 3),
+                    "total_ratio": round(sum(r.wrapper_ms for r in rows) / base, 3),
+                    "total_warm_ratio": round(sum(r.warm_ms for r in rows) / base, 3),
                     "geomean_inprocess_ratio": round(geomean([r.inproc_ratio for r in rows]), 3),
                     "python_startup_ms": round(startup, 2),
                 },

@@ -207,26 +207,34 @@ class _Detector:
         if not candidates:
             verdict.reason = "no neighbour"
             return verdict
-        found: list[tuple[int, int, ir.Instruction, _Pair]] = []
+        # Guess N for every candidate on one flow (two model evaluations each),
+        # then prove, smallest |N| and nearest source first, until one holds.
+        flow, j = occurrences[0]
+        hypotheses = [*self.analysis.assumptions, *flow.condition]
+        ranked: list[tuple[int, int, ir.Instruction]] = []
         reasons: list[str] = []
         for order, source in enumerate(candidates):
+            i = _last_before(flow.trace, source, j)
+            if i is None:
+                reasons.append("divergent flow (the source load is not on every path)")
+                continue
+            guess = self._guess_delta(flow, hypotheses, flow.trace[i], flow.trace[j])
+            if isinstance(guess, str):
+                reasons.append(guess)
+            else:
+                ranked.append((abs(guess), -order, source))
+        for _, _, source in sorted(ranked, key=lambda t: (t[0], t[1])):
             pair = self._pair(source, inst, occurrences)
             if pair.delta is None:
                 reasons.append(pair.reason or "no neighbour")
-            elif abs(pair.delta) > min(self.options.max_delta, 31):
-                reasons.append(f"delta out of range ({pair.delta:+d})")
-            else:
-                found.append((abs(pair.delta), -order, source, pair))
-        if not found:
-            verdict.reason = _most_telling(reasons)
+                continue
+            verdict.status = Status.REUSE if pair.delta == 0 else Status.SHUFFLE
+            verdict.delta, verdict.source, verdict.assumptions = pair.delta, source, pair.assumptions
+            if not self.analysis.complete:
+                # Every flow that ran agrees, but some did not run: keep it out.
+                verdict.block(f"analysis budget ({self.analysis.reason})")
             return verdict
-        _, _, source, pair = min(found, key=lambda t: (t[0], t[1]))
-        assert pair.delta is not None
-        verdict.status = Status.REUSE if pair.delta == 0 else Status.SHUFFLE
-        verdict.delta, verdict.source, verdict.assumptions = pair.delta, source, pair.assumptions
-        if not self.analysis.complete:
-            # Every flow that ran agrees, but some did not run: keep it out.
-            verdict.block(f"analysis budget ({self.analysis.reason})")
+        verdict.reason = _most_telling(reasons)
         return verdict
 
     def _register_bits(self, inst: ir.Instruction) -> int | None:

@@ -19,7 +19,8 @@ registers. Two things are added here:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import z3
 
@@ -27,7 +28,7 @@ from ptxasw.emulator.symbolic.domain import simplify
 from ptxasw.emulator.symbolic.executor import RLIMIT_PER_MS
 from ptxasw.emulator.symbolic.independence import Symbols
 
-__all__ = ["NO_WRAP", "Prover", "normal_form", "shift_thread", "without_wrap"]
+__all__ = ["NO_WRAP", "Prover", "clear_memos", "normal_form", "shift_thread", "without_wrap"]
 
 BV = z3.BitVecRef
 
@@ -41,12 +42,107 @@ _TID_X = z3.BitVec("%tid.x", 32)
 _LANEID = z3.BitVec("%laneid", 32)
 
 
+class _Property:
+    """A property of terms that holds when it holds of some node of the DAG
+    (a bitwise not, a load, a product of unknowns...), memoised per node and
+    walked through Z3's C API: the Python wrappers cost ten times more per
+    node, and the same hypotheses are asked about again and again."""
+
+    def __init__(self, node_has: Callable[[Any, Any], bool]) -> None:
+        self.node_has = node_has
+        self.memo: dict[int, bool] = {}
+        self.keep: list[z3.ExprRef] = []  # ids stay theirs while memoised
+
+    def __call__(self, e: z3.ExprRef) -> bool:
+        ctx = e.ctx.ref()
+        memo = self.memo
+        root = e.as_ast()
+        rid = z3.Z3_get_ast_id(ctx, root)
+        hit = memo.get(rid)
+        if hit is not None:
+            return hit
+        self.keep.append(e)
+        stack: list[tuple[Any, bool]] = [(root, False)]
+        while stack:
+            node, done = stack.pop()
+            nid = z3.Z3_get_ast_id(ctx, node)
+            if nid in memo and not done:
+                continue
+            if z3.Z3_get_ast_kind(ctx, node) != z3.Z3_APP_AST:
+                memo[nid] = False
+                continue
+            app = z3.Z3_to_app(ctx, node)
+            n = z3.Z3_get_app_num_args(ctx, app)
+            kids = [z3.Z3_get_app_arg(ctx, app, i) for i in range(n)]
+            if not done:
+                stack.append((node, True))
+                stack.extend((k, False) for k in kids if z3.Z3_get_ast_id(ctx, k) not in memo)
+                continue
+            memo[nid] = self.node_has(ctx, app) or any(memo[z3.Z3_get_ast_id(ctx, k)] for k in kids)
+        return memo[rid]
+
+
+def clear_memos() -> None:
+    """Forget the memoised term properties (between kernels: their terms go)."""
+    for prop in (_has_not, _has_extension, _mentions_memory, _nonlinear, _mentions_thread):
+        prop.memo.clear()
+        prop.keep.clear()
+    _WIDE_MEMO.clear()
+    _SHIFT_MEMO.clear()
+
+
+def _decl_kind(ctx: Any, app: Any) -> int:
+    return z3.Z3_get_decl_kind(ctx, z3.Z3_get_app_decl(ctx, app))
+
+
+def _is_not_node(ctx: Any, app: Any) -> bool:
+    return _decl_kind(ctx, app) == z3.Z3_OP_BNOT
+
+
+def _is_extension_node(ctx: Any, app: Any) -> bool:
+    return _decl_kind(ctx, app) in (z3.Z3_OP_SIGN_EXT, z3.Z3_OP_ZERO_EXT)
+
+
+def _is_function_node(ctx: Any, app: Any) -> bool:
+    return _decl_kind(ctx, app) == z3.Z3_OP_UNINTERPRETED and z3.Z3_get_app_num_args(ctx, app) > 0
+
+
+def _is_product_node(ctx: Any, app: Any) -> bool:
+    if _decl_kind(ctx, app) not in _NONLINEAR:
+        return False
+    sort = z3.Z3_get_sort(ctx, z3.Z3_app_to_ast(ctx, app))
+    if z3.Z3_get_bv_sort_size(ctx, sort) <= 8:
+        return False
+    unknown = 0
+    for i in range(z3.Z3_get_app_num_args(ctx, app)):
+        arg = z3.Z3_get_app_arg(ctx, app, i)
+        if not z3.Z3_is_numeral_ast(ctx, arg):
+            unknown += 1
+    return unknown > 1
+
+
+_NONLINEAR = (z3.Z3_OP_BMUL, z3.Z3_OP_BUDIV, z3.Z3_OP_BUREM, z3.Z3_OP_BSDIV, z3.Z3_OP_BSREM, z3.Z3_OP_BSMOD)
+_has_not = _Property(_is_not_node)
+_has_extension = _Property(_is_extension_node)
+_mentions_memory = _Property(_is_function_node)
+_nonlinear = _Property(_is_product_node)
+
+
+_SHIFT_MEMO: dict[tuple[int, int], tuple[z3.ExprRef, z3.ExprRef]] = {}
+
+
 def shift_thread(value: z3.ExprRef, delta: int) -> z3.ExprRef:
     """``value`` as computed by the thread ``delta`` places along x in the same row."""
     if delta == 0:
         return value
+    key = (value.get_id(), delta)
+    hit = _SHIFT_MEMO.get(key)
+    if hit is not None:
+        return hit[1]
     n = z3.BitVecVal(delta, 32)
-    return simplify(z3.substitute(value, (_TID_X, _TID_X + n), (_LANEID, _LANEID + n)))
+    out = simplify(z3.substitute(value, (_TID_X, _TID_X + n), (_LANEID, _LANEID + n)))
+    _SHIFT_MEMO[key] = (value, out)
+    return out
 
 
 def normal_form(e: z3.ExprRef) -> z3.ExprRef:
@@ -58,6 +154,8 @@ def normal_form(e: z3.ExprRef) -> z3.ExprRef:
 
 
 def _not_as_arithmetic(e: z3.ExprRef) -> z3.ExprRef:
+    if not _has_not(e):
+        return e
     pairs = []
     stack, seen = [e], set()
     while stack:
@@ -137,7 +235,7 @@ def without_wrap(terms: Iterable[z3.ExprRef]) -> tuple[list[z3.ExprRef], bool]:
     pairs: list[tuple[z3.ExprRef, z3.ExprRef]] = []
     seen: set[int] = set()
     terms = list(terms)
-    stack = list(terms)
+    stack = [t for t in terms if _has_extension(t)]
     while stack:
         e = stack.pop()
         if e.get_id() in seen:
@@ -179,42 +277,6 @@ def _conjuncts(hypotheses: Sequence[z3.BoolRef]) -> list[z3.BoolRef]:
     return out
 
 
-_NONLINEAR = (z3.Z3_OP_BMUL, z3.Z3_OP_BUDIV, z3.Z3_OP_BUREM, z3.Z3_OP_BSDIV, z3.Z3_OP_BSREM, z3.Z3_OP_BSMOD)
-
-
-def _nonlinear(e: z3.ExprRef) -> bool:
-    """Whether ``e`` multiplies or divides two unknowns (32-bit or wider)."""
-    stack, seen = [e], set()
-    while stack:
-        node = stack.pop()
-        if node.get_id() in seen:
-            continue
-        seen.add(node.get_id())
-        if (
-            z3.is_app(node)
-            and node.decl().kind() in _NONLINEAR
-            and node.size() > 8
-            and sum(1 for c in node.children() if not z3.is_bv_value(c)) > 1
-        ):
-            return True
-        stack.extend(node.children())
-    return False
-
-
-def _mentions_memory(e: z3.ExprRef) -> bool:
-    """Whether ``e`` reads memory (an uninterpreted load function)."""
-    stack, seen = [e], set()
-    while stack:
-        node = stack.pop()
-        if node.get_id() in seen:
-            continue
-        seen.add(node.get_id())
-        if z3.is_app(node) and node.num_args() and node.decl().kind() == z3.Z3_OP_UNINTERPRETED:
-            return True
-        stack.extend(node.children())
-    return False
-
-
 # Conditions of more nodes than this are split on rather than decided: a
 # fallback predicate (activemask, room, incomplete warp) is rarely decided
 # by the context, and asking costs two large queries.
@@ -237,21 +299,25 @@ def _is_arith(e: z3.ExprRef) -> bool:
     return z3.is_app(e) and e.decl().kind() in (z3.Z3_OP_BADD, z3.Z3_OP_BSUB, z3.Z3_OP_BMUL)
 
 
-def _mentions_thread(e: z3.ExprRef) -> bool:
-    stack, seen = [e], set()
-    while stack:
-        node = stack.pop()
-        if node.get_id() in seen:
-            continue
-        seen.add(node.get_id())
-        if z3.is_const(node) and node.decl().name() in ("%tid.x", "%laneid"):
-            return True
-        stack.extend(node.children())
-    return False
+def _is_thread_node(ctx: Any, app: Any) -> bool:
+    if z3.Z3_get_app_num_args(ctx, app) or _decl_kind(ctx, app) != z3.Z3_OP_UNINTERPRETED:
+        return False
+    name = z3.Z3_get_symbol_string(ctx, z3.Z3_get_decl_name(ctx, z3.Z3_get_app_decl(ctx, app)))
+    return name in ("%tid.x", "%laneid")
+
+
+_mentions_thread = _Property(_is_thread_node)
+
+_WIDE_MEMO: dict[tuple[int, int, bool], tuple[z3.ExprRef, BV]] = {}
 
 
 def _wide(e: z3.ExprRef, width: int, signed: bool) -> BV:
-    """``e`` computed exactly in ``width`` bits (its leaves extended)."""
+    """``e`` computed exactly in ``width`` bits (its leaves extended); memoised
+    per node (index terms share their subterms)."""
+    key = (e.get_id(), width, signed)
+    hit = _WIDE_MEMO.get(key)
+    if hit is not None:
+        return hit[1]
     extra = width - e.size()
     kind = e.decl().kind() if z3.is_app(e) else None
     if kind in (z3.Z3_OP_BADD, z3.Z3_OP_BSUB, z3.Z3_OP_BMUL):
@@ -259,8 +325,10 @@ def _wide(e: z3.ExprRef, width: int, signed: bool) -> BV:
         out = kids[0]
         for k in kids[1:]:
             out = out + k if kind == z3.Z3_OP_BADD else out - k if kind == z3.Z3_OP_BSUB else out * k
-        return out
-    return z3.SignExt(extra, e) if signed else z3.ZeroExt(extra, e)
+    else:
+        out = z3.SignExt(extra, e) if signed else z3.ZeroExt(extra, e)
+    _WIDE_MEMO[key] = (e, out)
+    return out
 
 
 class Prover:
@@ -278,6 +346,7 @@ class Prover:
         self.unknown = 0
         self.symbols = Symbols()
         self.fingerprints = Fingerprints()
+        self._conjunct_memo: dict[tuple[int, ...], tuple[list[z3.BoolRef], list[z3.BoolRef]]] = {}
         self._cache: dict[tuple[int, ...], tuple[bool | None, z3.ExprRef, tuple[z3.ExprRef, ...]]] = {}
 
     def equal(
@@ -390,7 +459,11 @@ class Prover:
 
     def _stages(self, hypotheses: Sequence[z3.BoolRef], claim: z3.BoolRef) -> list[list[z3.BoolRef]]:
         """The hypothesis sets `proves` tries, cheapest first (each a subset of the last)."""
-        facts = _conjuncts(hypotheses)
+        key = tuple(h.get_id() for h in hypotheses)
+        cached = self._conjunct_memo.get(key)
+        if cached is None:
+            cached = self._conjunct_memo[key] = (list(hypotheses), _conjuncts(hypotheses))
+        facts = cached[1]
         stages = []
         if not _nonlinear(claim):
             linear = [h for h in facts if not _nonlinear(h)]

@@ -31,6 +31,7 @@ from ptxasw.ir.builder import AnalysisCache, FunctionBuilder
 from ptxasw.synth.codegen import emit_shuffles
 from ptxasw.synth.detect import KernelPlan, LoadVerdict, Options, detect_kernel
 from ptxasw.synth.prove import PROVED, prove_sites
+from ptxasw.synth.solver import clear_memos
 
 __all__ = ["ShuffleSynthesisPass", "plan_kernel", "rewrite_kernel"]
 
@@ -43,6 +44,7 @@ def plan_kernel(module: ir.Module, fn: ir.Function, options: Options | None = No
     (the module is not changed)."""
     options = options or Options()
     start = time.perf_counter()
+    clear_memos()
     plan = detect_kernel(module, fn, options)
     budget = Budget(time_s=options.time_s, max_paths=options.max_paths)
     for _ in range(_ROUNDS):
