@@ -131,7 +131,13 @@ def default_passes() -> list[ModulePass]:
     from ptxasw.synth.detect import Options
     from ptxasw.synth.synthesize import ShuffleSynthesisPass
 
-    return [ShuffleSynthesisPass(Options(max_delta=int(settings["max_delta"]), mode=settings["mode"]))]
+    options = Options(
+        max_delta=int(settings["max_delta"]),
+        mode=settings["mode"],
+        profit=settings["profit"],
+        arch=settings["arch"] or None,
+    )
+    return [ShuffleSynthesisPass(options)]
 
 
 def run_pipeline(

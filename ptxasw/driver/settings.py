@@ -8,6 +8,8 @@ the pipeline's child, and must stay light: standard library only.
                       ``PTXASW_UNSAFE=1``.
 ``PTXASW_MAX_DELTA``  the largest shuffle distance (default 31).
 ``PTXASW_SYNTH=0``    no synthesis: parse and print only.
+``PTXASW_PROFIT``     ``model`` (default): keep only the shuffles the cost model says
+                      pay on the target (`ptxasw.synth.cost`); ``always``: every proven one.
 """
 
 from __future__ import annotations
@@ -16,12 +18,21 @@ import os
 import sys
 from collections.abc import Mapping
 
-__all__ = ["ENV_MAX_DELTA", "ENV_MODE", "ENV_SYNTH", "ENV_UNSAFE", "TARGET_ARCH", "synthesis_settings"]
+__all__ = [
+    "ENV_MAX_DELTA",
+    "ENV_MODE",
+    "ENV_PROFIT",
+    "ENV_SYNTH",
+    "ENV_UNSAFE",
+    "TARGET_ARCH",
+    "synthesis_settings",
+]
 
 ENV_MODE = "PTXASW_MODE"
 ENV_MAX_DELTA = "PTXASW_MAX_DELTA"
 ENV_UNSAFE = "PTXASW_UNSAFE"
 ENV_SYNTH = "PTXASW_SYNTH"
+ENV_PROFIT = "PTXASW_PROFIT"
 
 #: The GPU the module is assembled for (``ptxas --gpu-name``), set by the
 #: drop-in before it runs the pipeline; None when unknown.
@@ -53,4 +64,14 @@ def synthesis_settings(env: Mapping[str, str] | None = None, *, warn: bool = Fal
         complain(f"{ENV_MAX_DELTA}={max_delta!r} is not a number from 0 to 31; using 31")
         max_delta = "31"
     synth = "0" if env.get(ENV_SYNTH, "1") == "0" else "1"
-    return {"mode": mode, "max_delta": str(int(max_delta)), "synth": synth, "arch": TARGET_ARCH or ""}
+    profit = env.get(ENV_PROFIT, "model") or "model"
+    if profit not in ("model", "always"):
+        complain(f"{ENV_PROFIT}={profit!r} is not model or always; using model")
+        profit = "model"
+    return {
+        "mode": mode,
+        "max_delta": str(int(max_delta)),
+        "synth": synth,
+        "profit": profit,
+        "arch": TARGET_ARCH or "",
+    }

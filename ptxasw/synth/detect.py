@@ -63,6 +63,8 @@ class Options:
     load: wrong at warp edges) or ``nocorner`` (shuffle only; wrong at warp
     edges and in incomplete warps) — the paper's ablations, for measurement.
     ``time_s``: analysis budget per kernel (each of the two runs).
+    ``profit``: ``always`` rewrites every proven load; ``model`` only those
+    the cost model (`ptxasw.synth.cost`) says pay on ``arch``.
     """
 
     max_delta: int = 31
@@ -70,9 +72,8 @@ class Options:
     time_s: float = 10.0
     solver_timeout_ms: int = 500
     max_paths: int = 256
-
-    def key(self) -> str:
-        return f"mode={self.mode};max_delta={self.max_delta};time={self.time_s:g};paths={self.max_paths}"
+    profit: str = "always"  # "model": keep only the shuffles `ptxasw.synth.cost` says pay on ``arch``
+    arch: str | None = None
 
 
 class Status(StrEnum):

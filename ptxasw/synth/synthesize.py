@@ -27,8 +27,10 @@ from ptxasw import ir
 from ptxasw.driver.deadline import Deadline
 from ptxasw.driver.pipeline import FunctionPass, PassResult
 from ptxasw.emulator.symbolic.executor import Budget
+from ptxasw.ir import isa
 from ptxasw.ir.builder import AnalysisCache, FunctionBuilder
 from ptxasw.synth.codegen import emit_shuffles
+from ptxasw.synth.cost import costs_for, site_cost
 from ptxasw.synth.detect import KernelPlan, LoadVerdict, Options, detect_kernel
 from ptxasw.synth.prove import PROVED, prove_sites
 from ptxasw.synth.solver import clear_memos
@@ -85,6 +87,24 @@ def rewrite_kernel(builder: FunctionBuilder, plan: KernelPlan, mode: str = "norm
     return len(sites)
 
 
+def _can_pay(options: Options) -> bool:
+    """Whether the cheapest shuffle (32 bits) pays on the target at all."""
+    costs = costs_for(options.arch)
+    return site_cost(costs, 32, options.mode) < costs.load
+
+
+def _keep_paying(plan: KernelPlan, options: Options) -> None:
+    """Block the proven shuffles the cost model says do not pay (reuses always do)."""
+    costs = costs_for(options.arch)
+    for v in plan.chosen:
+        if v.delta == 0:
+            continue
+        bits = 64 if (isa.type_bits(isa.instruction_type(v.load) or "") or 32) > 32 else 32
+        cost = site_cost(costs, bits, options.mode)
+        if cost >= costs.load:
+            v.block(f"does not pay on {options.arch or 'this target'} ({cost:.2f} warp loads for 1)")
+
+
 def _copy_with(
     module: ir.Module, fn: ir.Function, verdicts: list[LoadVerdict]
 ) -> tuple[ir.Function, ir.Module, list[LoadVerdict]]:
@@ -136,11 +156,16 @@ class ShuffleSynthesisPass(FunctionPass):
         return fn.is_kernel and (self.kernels is None or fn.name in self.kernels)
 
     def run_on_function(self, fn: ir.Function, builder: FunctionBuilder) -> dict[str, Any] | None:
+        if self.options.profit == "model" and not _can_pay(self.options):
+            # No shuffle can pay on this target: the analysis would be wasted.
+            return {"kernels": 1, "unprofitable": 1}
         left = self._deadline.left()
         # Two analyses per round (the original and the rewrite): give each a share.
         time_s = self.options.time_s if math.isinf(left) else max(0.05, min(self.options.time_s, left / 3))
         options = dataclasses.replace(self.options, time_s=time_s)
         plan = plan_kernel(self._module, fn, options)
+        if self.options.profit == "model":
+            _keep_paying(plan, self.options)
         self.plans.append(plan)
         shuffles = rewrite_kernel(builder, plan, self.options.mode) if self.apply else len(plan.chosen)
         return {

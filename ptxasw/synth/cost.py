@@ -1,0 +1,78 @@
+"""Whether a shuffle pays on the target GPU: a cost model in warp-load equivalents.
+
+A load replaced by a shuffle costs, per warp, the shuffle itself, the
+corner-case machinery (``activemask``, two ``setp``, an ``or``) and, in
+``normal`` mode, the predicated fallback load that the edge lanes still
+issue. On recent GPUs issue slots decide, not bytes: on an H100 a
+``shfl.sync`` costs about 0.78 of a warp-wide global load and a predicated
+load with one to four active lanes about 0.75 of a full one (fitted from
+instruction counts against measured times; issue 7 records the
+measurements). So one exact shuffle costs ~1.6 loads to save one: it cannot
+pay there, and the paper's own averages (-15 % on Volta) say the same of
+its generation. ``nocorner`` (one shuffle, no fallback) would pay, but is
+wrong at warp edges.
+
+The model decides per load; 64-bit values need two shuffles. Targets
+without a calibration take the nearest calibrated one at or below them
+(CUDA 13's oldest target, sm_75, takes sm_90's numbers: no measurement says
+otherwise, and Volta's behaviour in the paper points the same way).
+``PTXASW_PROFIT=always`` (or ``ptxasw rewrite``, whose user asked for the
+rewrite) skips the model.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = ["CALIBRATED", "Costs", "costs_for", "site_cost"]
+
+
+@dataclass(frozen=True)
+class Costs:
+    """Costs per warp in units of one warp-wide global load, and where they come from."""
+
+    shuffle: float
+    fixup_load: float
+    alu: float
+    source: str
+    load: float = 1.0
+
+
+# Corner-case instructions per site: activemask, setp (incomplete), setp (room), or.
+_CORNER_ALU = 4
+
+CALIBRATED: dict[int, Costs] = {
+    90: Costs(
+        shuffle=0.78,
+        fixup_load=0.75,
+        alu=0.06,
+        source="H100 (sm_90): shuffle 0.78, predicated fix-up load 0.75 of a warp load (issue 7's fit)",
+    ),
+}
+
+
+def _sm(arch: str | None) -> int | None:
+    m = re.fullmatch(r"(?:sm|compute)_(\d+)[af]?", arch or "")
+    return int(m.group(1)) if m else None
+
+
+def costs_for(arch: str | None) -> Costs:
+    """The calibration for ``arch`` (``sm_90``...): its own, the nearest below, or the lowest known."""
+    sm = _sm(arch)
+    known = sorted(CALIBRATED)
+    if sm is None:
+        return CALIBRATED[known[0]]
+    below = [k for k in known if k <= sm]
+    return CALIBRATED[below[-1] if below else known[0]]
+
+
+def site_cost(costs: Costs, bits: int, mode: str) -> float:
+    """What one rewritten load costs per warp (N != 0; a reuse costs nothing)."""
+    shuffles = 1 if bits <= 32 else 2
+    cost = shuffles * costs.shuffle
+    if mode != "nocorner":
+        cost += _CORNER_ALU * costs.alu
+    if mode == "normal":
+        cost += costs.fixup_load
+    return cost
