@@ -672,7 +672,9 @@ class _FloatEmitter:
         x, y = xs
         if self.width == 64:
             return self.nan64(b.fmul(x, y), [x, y])
-        return self.finish32(b.fmul(self.widen(x), self.widen(y)))  # exact in double
+        if not self.op.ftz:  # IEEE's product, correctly rounded (also what double-then-round gives)
+            return self.canonical32(b.fmul(x, y))
+        return self.finish32(b.fmul(self.widen(x), self.widen(y)))  # exact in double, then flushed
 
     def op_fma(self, xs: list[ir.Value]) -> Vec:
         b = self.b

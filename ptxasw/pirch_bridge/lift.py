@@ -23,7 +23,8 @@ Control flow
 ------------
 Each PTX basic block becomes an LLVM block run under an execution mask
 (``<L x i1>``). Lanes waiting to run a block are kept in that block's
-pending mask; a dispatcher runs the first block (in an order where every
+pending mask (and a bit set of the blocks with pending lanes); a dispatcher
+runs the first block (in an order where every
 forward edge goes forward and every loop is contiguous, which is text order
 for compiler output) that has pending lanes. That is SIMT execution with
 reconvergence at the earliest point where all lanes meet again: a branch
@@ -272,6 +273,7 @@ class _Lifter:
         entry = func.append_basic_block("entry")
         self.dispatch = func.append_basic_block("dispatch")
         self.blocks = {b: func.append_basic_block(f"bb{b}") for b in order}
+        self.full_blocks = {b: func.append_basic_block(f"full{b}") for b in order}
         finish = func.append_basic_block("finish")
 
         b = ll.IRBuilder(entry)
@@ -279,9 +281,17 @@ class _Lifter:
         specials, valid = self._specials(func)
         self.pending = {blk: b.alloca(self.mask_t, name=f"pending{blk}") for blk in order}
         self.live = b.alloca(self.mask_t, name="live")
+        # Which blocks have pending lanes, bit i for order[i]: the dispatcher's O(1) choice.
+        self.position = {blk: i for i, blk in enumerate(order)}
+        self.set_t = ll.IntType(max(len(order), 2))
+        self.pending_set = b.alloca(self.set_t, name="pending_set")
+        b.store(ll.Constant(self.set_t, 0), self.pending_set)
         for slot in self.pending.values():
             b.store(ll.Constant(self.mask_t, None), slot)
         b.store(valid.value, self.live)
+        masked_start = func.append_basic_block("masked_start")
+        b.cbranch(self._all(valid.value), self.full_blocks[order[0]], masked_start)
+        b.position_at_end(masked_start)
         b.store(valid.value, self.pending[order[0]])
         b.branch(self.blocks[order[0]])
         registers = RegisterFile(self.dom, entry, self.register_type)
@@ -293,17 +303,18 @@ class _Lifter:
         self.machine.dominates = self._dominates
 
         b.position_at_end(self.dispatch)
+        first = self.dom.call(
+            f"llvm.cttz.i{self.set_t.width}", [b.load(self.pending_set), ll.Constant(ll.IntType(1), 0)]
+        )
+        switch = b.switch(first, finish)
         for blk in order:
-            has = self._any(b.load(self.pending[blk]))
-            nxt = func.append_basic_block(f"next{blk}")
-            b.cbranch(has, self.blocks[blk], nxt)
-            b.position_at_end(nxt)
-        b.branch(finish)
+            switch.add_case(ll.Constant(self.set_t, self.position[blk]), self.blocks[blk])
         b.position_at_end(finish)
         b.ret_void()
 
         for blk in order:
-            self._block(blk)
+            self._block(blk, full=False)
+            self._block(blk, full=True)
         self._range_function(func, shared_size > 0 or dynamic)
         return LiftedKernel(
             module=self.module,
@@ -426,18 +437,44 @@ class _Lifter:
         it = ll.IntType(self.lanes)
         return b.icmp_unsigned("!=", b.bitcast(mask, it), ll.Constant(it, 0))
 
+    def _mark(self, blk: int, pending: ll.Value, keep: bool = False) -> None:
+        """Set (``keep``: OR in) or clear block ``blk``'s bit of the pending set."""
+        b = self.dom.b
+        bit = ll.Constant(self.set_t, 1 << self.position[blk])
+        current = b.load(self.pending_set)
+        if keep:
+            new = b.or_(current, b.select(pending, bit, ll.Constant(self.set_t, 0)))
+        else:
+            new = b.and_(
+                current, ll.Constant(self.set_t, ~(1 << self.position[blk]) & ((1 << self.set_t.width) - 1))
+            )
+        b.store(new, self.pending_set)
+
+    def _all(self, mask: ll.Value) -> ll.Value:
+        b = self.dom.b
+        it = ll.IntType(self.lanes)
+        return b.icmp_unsigned("==", b.bitcast(mask, it), ll.Constant(it, (1 << self.lanes) - 1))
+
     def _same(self, a: ll.Value, c: ll.Value) -> ll.Value:
         b = self.dom.b
         it = ll.IntType(self.lanes)
         return b.icmp_unsigned("==", b.bitcast(a, it), b.bitcast(c, it))
 
     # ---- one PTX block ------------------------------------------------------------------------------
-    def _block(self, blk: int) -> None:
+    def _block(self, blk: int, full: bool) -> None:
+        """Emit PTX block ``blk``: the masked variant runs the lanes pending there; the
+        full variant runs when every lane of every packed CTA is there (no exits yet),
+        so its execution mask is the constant all-ones and writes need no selects."""
         b = self.dom.b
-        b.position_at_end(self.blocks[blk])
-        mask = b.load(self.pending[blk])
-        b.store(ll.Constant(self.mask_t, None), self.pending[blk])
-        self.machine.exec = Vec(mask, 1)
+        if full:
+            b.position_at_end(self.full_blocks[blk])
+            self.machine.exec = self.dom.const(1, 1)
+        else:
+            b.position_at_end(self.blocks[blk])
+            mask = b.load(self.pending[blk])
+            b.store(ll.Constant(self.mask_t, None), self.pending[blk])
+            self._mark(blk, ll.Constant(ll.IntType(1), 0))
+            self.machine.exec = Vec(mask, 1)
         bb = self.cfg.blocks[blk]
         term = bb.terminator
         for inst in bb.instructions:
@@ -447,15 +484,15 @@ class _Lifter:
                 raise UnsupportedInstruction(inst.mnemonic, "calls are not lifted", inst.loc)
             self.machine.inst = inst
             self.sem.execute(inst)
-        self._leave(blk, term)
+        self._leave(blk, term, full)
 
-    def _leave(self, blk: int, term: ir.Instruction | None) -> None:
+    def _leave(self, blk: int, term: ir.Instruction | None, full: bool) -> None:
         """Hand the block's lanes to its successors (see the module documentation)."""
         b, d = self.dom.b, self.dom
         bb = self.cfg.blocks[blk]
         mask = self.machine.exec
         if term is None:
-            self._goto([(bb.fallthrough, mask)])
+            self._goto([(bb.fallthrough, mask)], full)
             return
         self.machine.inst = term
         if term.opcode in ("brx.idx", "trap") or term.opcode == "call":
@@ -464,6 +501,20 @@ class _Lifter:
         taken = mask if cond is None else d.and_(mask, cond)
         rest = None if cond is None else d.and_(mask, d.not_(cond))
         exits: list[tuple[int | None, Vec]] = []
+        triangle = self._triangle(blk) if term.opcode == "bra" and rest is not None else None
+        if triangle is not None:
+            # if-conversion: run the one-block branch here under its lanes, then go on
+            # to the join with every lane of this block (no trip through the dispatcher).
+            side, join, side_is_taken = triangle
+            self.machine.exec = taken if side_is_taken else rest  # type: ignore[assignment]
+            for inst in self.cfg.blocks[side].instructions:
+                if inst.opcode == "bra":
+                    break
+                self.machine.inst = inst
+                self.sem.execute(inst)
+            self.machine.exec = mask
+            self._goto([(join, mask)], full)
+            return
         if term.opcode in ("ret", "exit"):
             live = b.load(self.live)
             b.store(b.and_(live, b.not_(taken.value)), self.live)
@@ -471,13 +522,49 @@ class _Lifter:
             exits.append((bb.targets[0], taken))
         if rest is not None:
             exits.append((bb.fallthrough, rest))
-        self._goto(exits)
+        self._goto(exits, full)
 
-    def _goto(self, exits: list[tuple[int | None, Vec]]) -> None:
-        """Add each edge's lanes to its target's pending mask; jump straight to a
-        target that all live lanes go to, else to the dispatcher."""
+    def _triangle(self, blk: int) -> tuple[int, int, bool] | None:
+        """``(side, join, side is the taken edge)`` when ``blk`` branches around one
+        straight-line block ``side`` that only ``blk`` enters and that falls (or jumps)
+        into ``join``, the only other successor, entered from nowhere else."""
+        cfg = self.cfg
+        bb = cfg.blocks[blk]
+        if bb.fallthrough is None or not bb.targets:
+            return None
+        for side, join, side_is_taken in (
+            (bb.fallthrough, bb.targets[0], False),
+            (bb.targets[0], bb.fallthrough, True),
+        ):
+            if side == join or side == cfg.exit or join == cfg.exit:
+                continue
+            sb = cfg.blocks[side]
+            term = sb.terminator
+            jumps = term is None or (term.opcode == "bra" and term.guard is None)
+            if not jumps or any(i.opcode in _CONTROL for i in sb.instructions if i is not term):
+                continue
+            alone = cfg.predecessors(side) == [blk] and cfg.successors(side) == [join]
+            if alone and set(cfg.predecessors(join)) == {blk, side}:
+                return side, join, side_is_taken
+        return None
+
+    def _goto(self, exits: list[tuple[int | None, Vec]], full: bool) -> None:
+        """Send each edge's lanes on. From a full block, an edge that takes every lane
+        goes straight to the target's full variant. Otherwise the lanes join the
+        targets' pending masks, and a target that all live lanes go to is entered
+        directly (its full variant when no lane has left), else the dispatcher picks."""
         b = self.dom.b
         func = self.func
+        if full:
+            for target, lanes in exits:
+                if target is None or target == self.cfg.exit:
+                    continue
+                if lanes.known is not None and all(lanes.known):
+                    b.branch(self.full_blocks[target])
+                    return
+                nxt = func.append_basic_block("partial")
+                b.cbranch(self._all(lanes.value), self.full_blocks[target], nxt)
+                b.position_at_end(nxt)
         resolved: list[tuple[int, Vec]] = []
         for target, lanes in exits:
             if target is None or target == self.cfg.exit:
@@ -486,11 +573,19 @@ class _Lifter:
                 continue
             slot = self.pending[target]
             b.store(b.or_(b.load(slot), lanes.value), slot)
+            self._mark(target, self._any(lanes.value), keep=True)
             resolved.append((target, lanes))
         live = b.load(self.live)
         for target, lanes in resolved:
             nxt = func.append_basic_block("split")
-            direct = b.and_(self._same(lanes.value, live), self._any(lanes.value))
-            b.cbranch(direct, self.blocks[target], nxt)
+            direct = func.append_basic_block("direct")
+            to_full = func.append_basic_block("to_full")
+            b.cbranch(b.and_(self._same(lanes.value, live), self._any(lanes.value)), direct, nxt)
+            b.position_at_end(direct)
+            b.cbranch(self._all(live), to_full, self.blocks[target])
+            b.position_at_end(to_full)
+            b.store(ll.Constant(self.mask_t, None), self.pending[target])
+            self._mark(target, ll.Constant(ll.IntType(1), 0))
+            b.branch(self.full_blocks[target])
             b.position_at_end(nxt)
         b.branch(self.dispatch)

@@ -53,6 +53,7 @@ class LiftedLaunch:
     buffers: list[np.ndarray | None]
     seconds: float = 0.0
     compile_seconds: float = 0.0
+    kernel_seconds: float = 0.0
     warnings: list[str] = field(default_factory=list)
     printf: list[str] = field(default_factory=list)
 
@@ -150,19 +151,25 @@ def launch_lifted(
         p = ctypes.addressof(params)
         fn(p, windows[t].ctypes.data, stride, bounds[t], bounds[t + 1], g[0], g[1], g[2])
 
+    kernel_start = time.perf_counter()
     if nthreads == 1:
         work(0)
     else:
         with ThreadPoolExecutor(nthreads) as pool:
             list(pool.map(work, range(nthreads)))
+    kernel_end = time.perf_counter()
     buffers: list[np.ndarray | None] = [None] * len(args)
     for i, arr, buf in copies:
-        result = buf.copy()
-        buffers[i] = result
-        if arr.flags.writeable and arr is not buf:
-            arr[...] = result
+        buffers[i] = buf  # our private copy: the caller's array is not aliased
+        if arr.flags.writeable:
+            arr[...] = buf
     done = time.perf_counter()
-    return LiftedLaunch(buffers=buffers, seconds=done - compiled_at, compile_seconds=compiled_at - started)
+    return LiftedLaunch(
+        buffers=buffers,
+        seconds=done - compiled_at,
+        compile_seconds=compiled_at - started,
+        kernel_seconds=kernel_end - kernel_start,
+    )
 
 
 def run_lifted(
