@@ -61,16 +61,17 @@ $sum:
 """
 )
 
-ATOMIC = (
+UNSUPPORTED = (
     HEADER
     + """
-.visible .entry counter(.param .u64 c)
+.visible .entry stamp(.param .u64 c)
 .reqntid 32, 1, 1
 {
     .reg .b32 %r<4>;
+    .reg .b16 %rs<4>;
     .reg .b64 %rd<4>;
     ld.param.u64 %rd1, [c];
-    atom.global.add.u32 %r1, [%rd1], 1;
+    atom.global.add.f16 %rs1, [%rd1], %rs1;
     ret;
 }
 """
@@ -80,7 +81,7 @@ ATOMIC = (
 @pytest.fixture
 def files(tmp_path: Path) -> Path:
     (tmp_path / "warpsum.ptx").write_text(WARP_SUM)
-    (tmp_path / "atomic.ptx").write_text(ATOMIC)
+    (tmp_path / "unsupported.ptx").write_text(UNSUPPORTED)
     x = np.arange(40, dtype=np.uint32) * 2654435761 % 1000
     np.save(tmp_path / "x.npy", x.astype(np.uint32))
     return tmp_path
@@ -133,23 +134,23 @@ def test_llvm_target_emits_host_code(files: Path) -> None:
 
 
 def test_unsupported_instruction_is_one_located_line(files: Path) -> None:
-    result = CliRunner().invoke(main, ["lift", str(files / "atomic.ptx")])
+    result = CliRunner().invoke(main, ["lift", str(files / "unsupported.ptx")])
     assert result.exit_code == 1
     lines = result.output.strip().splitlines()
     assert len(lines) == 1
-    assert (
-        f"{files / 'atomic.ptx'}:11:5: unsupported instruction atom.global.add.u32: atomics are not lifted"
-        in lines[0]
+    want = (
+        f"{files / 'unsupported.ptx'}:12:5: unsupported instruction atom.global.add.f16: atomic add on .f16"
     )
+    assert want in lines[0]
 
 
 def test_strict_refusals_name_the_instruction() -> None:
-    module = parse_ptx(ATOMIC, "atomic.ptx")
+    module = parse_ptx(UNSUPPORTED, "unsupported.ptx")
     with pytest.raises(UnsupportedInstruction) as info:
         lift_kernel(module)
-    assert info.value.opcode == "atom.global.add.u32"
+    assert info.value.opcode == "atom.global.add.f16"
     clock = parse_ptx(
-        ATOMIC.replace("atom.global.add.u32 %r1, [%rd1], 1;", "mov.u32 %r1, %clock;"), "clock.ptx"
+        UNSUPPORTED.replace("atom.global.add.f16 %rs1, [%rd1], %rs1;", "mov.u32 %r1, %clock;"), "c.ptx"
     )
     with pytest.raises(UnsupportedInstruction, match="%clock"):
         lift_kernel(clock)

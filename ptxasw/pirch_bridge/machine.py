@@ -29,7 +29,7 @@ from llvmlite import ir as ll
 
 from ptxasw import ir
 from ptxasw.emulator.semantics import domain as dm
-from ptxasw.emulator.semantics.collectives import warp_collective
+from ptxasw.emulator.semantics.collectives import atomic_supported, atomic_update, warp_collective
 from ptxasw.errors import UnsupportedInstruction
 from ptxasw.ir import isa
 from ptxasw.pirch_bridge.domain import LLVMDomain, Vec
@@ -267,7 +267,68 @@ class LiftMachine:
         nbytes: int,
         cond: Vec | None,
     ) -> Vec:
-        raise self.refuse("atomics are not lifted", inst)
+        """``atom``/``red``: lane by lane in increasing lane order (as the interpreter),
+        each a compare-and-swap loop whose new value is the shared `atomic_update`
+        emitted over the domain, so every operation and type it models is exact and
+        atomic against the other host threads."""
+        self.inst = inst
+        d, b = self.dom, self.b
+        ptx_type = isa.instruction_type(inst) or f".b{nbytes * 8}"
+        if not atomic_supported(op, ptx_type) or nbytes not in (4, 8):
+            raise self.refuse(f"atomic {op} on {ptx_type} is not lifted", inst)
+        width = nbytes * 8
+        it, i32 = ll.IntType(width), ll.IntType(32)
+        addrs = self._addresses(space, address)
+        mask = self._mask(cond)
+        first = dm.resize(d, operands[0], width, False)
+        second = dm.resize(d, operands[1], width, False) if len(operands) > 1 else first
+        fn = b.function
+        start = b.block
+        head, body, retry, done_lane, after = (
+            fn.append_basic_block(n) for n in ("atom_lane", "atom_do", "atom_cas", "atom_done", "atom_end")
+        )
+        b.branch(head)
+        b.position_at_end(head)
+        lane = b.phi(i32, name="lane")
+        result = b.phi(d.vtype(width), name="olds")
+        lane.add_incoming(ll.Constant(i32, 0), start)
+        result.add_incoming(ll.Constant(d.vtype(width), None), start)
+        go = b.extract_element(mask.value, lane)
+        b.cbranch(go, body, done_lane)
+
+        b.position_at_end(body)
+        ptr = b.inttoptr(b.extract_element(addrs.value, lane), it.as_pointer())
+        operand_b = b.extract_element(first.value, lane)
+        operand_c = b.extract_element(second.value, lane)
+        initial = b.load_atomic(ptr, "monotonic", nbytes)
+        b.branch(retry)
+
+        b.position_at_end(retry)
+        old = b.phi(it, name="old")
+        old.add_incoming(initial, body)
+        new = atomic_update(
+            d, op, ptx_type, d.splat(old, width), d.splat(operand_b, width), d.splat(operand_c, width)
+        )
+        new_scalar = b.extract_element(new.value, ll.Constant(i32, 0))
+        pair = b.cmpxchg(ptr, old, new_scalar, "seq_cst", "seq_cst")
+        seen, swapped = b.extract_value(pair, 0), b.extract_value(pair, 1)
+        old.add_incoming(seen, b.block)
+        swapped_bb = fn.append_basic_block("atom_swapped")
+        b.cbranch(swapped, swapped_bb, retry)
+        b.position_at_end(swapped_bb)
+        with_old = b.insert_element(result, old, lane)
+        b.branch(done_lane)
+
+        b.position_at_end(done_lane)
+        merged = b.phi(d.vtype(width))
+        merged.add_incoming(result, head)
+        merged.add_incoming(with_old, swapped_bb)
+        following = b.add(lane, ll.Constant(i32, 1))
+        lane.add_incoming(following, done_lane)
+        result.add_incoming(merged, done_lane)
+        b.cbranch(b.icmp_unsigned("<", following, ll.Constant(i32, d.lanes)), head, after)
+        b.position_at_end(after)
+        return Vec(merged, width)
 
     def convert_address(self, inst: ir.Instruction, space: str, value: Vec, to_generic: bool) -> Vec:
         """``cvta``: global addresses are host pointers in both spaces; other spaces

@@ -128,3 +128,18 @@ extern "C" __global__ void tile_transpose(const int *in, int *out, int rows, int
     for (int k = threadIdx.y; k < 16; k += blockDim.y)
         if (or0 + k < cols && oc < rows) out[(or0 + k) * rows + oc] = tile[threadIdx.x][k];
 }
+
+// Atomics: global and shared, integer and float, with results used (the old values).
+extern "C" __global__ void atomics(const int *k, const float *x, int *hist, float *sum, unsigned *inc, int *old) {
+    __shared__ int local[4];
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (threadIdx.x < 4) local[threadIdx.x] = 0;
+    __syncwarp();
+    atomicAdd(&local[k[i] & 3], 1);
+    old[i] = atomicAdd(&hist[k[i] & 7], k[i]) ^ atomicMax(&hist[8], k[i]);
+    atomicAdd(sum, x[i]);
+    atomicInc(inc, 100u);
+    atomicCAS(&hist[9], i - 1, i);
+    __syncwarp();
+    if (threadIdx.x < 4) atomicAdd(&hist[10 + threadIdx.x], local[threadIdx.x]);
+}
