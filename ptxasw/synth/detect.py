@@ -144,12 +144,13 @@ class _Detector:
         self.module = module
         self.fn = fn
         self.options = options
-        self.prover = Prover(options.solver_timeout_ms)
+        # Detection asks many pairs that do not hold: its solver effort is small
+        # (the equalities that hold mostly hold as terms); the proof gets the full effort.
+        self.prover = Prover(min(options.solver_timeout_ms, 50))
         budget = Budget(time_s=options.time_s, max_paths=options.max_paths)
         self.executor = SymbolicExecutor(module, fn, budget, merge=False)
         self.analysis = self.executor.run()
         self.cfg: CFG = self.executor.cfg
-        self.models: dict[int, list[z3.ModelRef]] = {}
         self.widths = register_widths(fn)
         # Where each module instruction sits in the analysed (inlined) body,
         # and on which flows it ran.
@@ -305,24 +306,23 @@ class _Detector:
         return _Pair(delta, None, tuple(sorted(assumptions)))
 
     def _guess_delta(self, flow: Flow, hypotheses: list[z3.BoolRef], a: Access, b: Access) -> int | str:
-        """N from two models of the flow that differ in the kernel's parameters
-        and block: (B's address - A's) / A's stride along x. Where the two
-        disagree N depends on run-time values; where they agree the proof
-        still has the last word."""
+        """N from two random points (thread ids, block, parameters): (B's
+        address - A's) / A's stride along x. Where the two disagree N depends
+        on run-time values; where they agree the proof still has the last
+        word. Plain evaluation, no solver: a guess needs no path condition."""
         if a.address is None or b.address is None:
             return "unsupported access (no address)"
         guesses = set()
-        for model in self._models(flow, hypotheses, (a.address, b.address)):
-            stride = _signed(model.eval(shift_thread(a.address, 1) - a.address, model_completion=True))
-            distance = _signed(model.eval(b.address - a.address, model_completion=True))
-            if stride is None or distance is None:
+        step = shift_thread(a.address, 1) - a.address
+        distance = b.address - a.address
+        for point in self._points((a.address, b.address)):
+            st, dist = _evaluate(step, point), _evaluate(distance, point)
+            if st is None or dist is None:
                 return "non-constant delta"
-            if stride == 0:
-                guesses.add(0 if distance == 0 else None)
+            if st == 0:
+                guesses.add(0 if dist == 0 else None)
             else:
-                guesses.add(distance // stride if distance % stride == 0 else None)
-        if not guesses:
-            return "solver gave up"
+                guesses.add(dist // st if dist % st == 0 else None)
         if len(guesses) > 1:
             return "non-constant delta"
         delta = guesses.pop()
@@ -332,31 +332,38 @@ class _Detector:
             return f"delta out of range ({delta:+d})"
         return delta
 
-    def _models(
-        self, flow: Flow, hypotheses: list[z3.BoolRef], terms: tuple[z3.ExprRef, ...]
-    ) -> list[z3.ModelRef]:
-        """Two models of the flow's path: the second with other values of the
-        kernel parameters and block ids the terms mention (where possible)."""
-        cached = self.models.get(id(flow))
-        if cached is None:
-            first = self.prover.model(hypotheses)
-            cached = [first] if first is not None else []
-            self.models[id(flow)] = cached
-        if len(cached) == 1:
-            varying = [
-                c for c in _constants(terms) if c.decl().name().startswith(("param_", "%ctaid", "%ntid"))
-            ]
-            model = cached[0]
-            differ = []
-            for v in varying:
-                value = model.eval(v, model_completion=True)
-                if z3.is_bv_value(value) and value.size() == v.size():
-                    differ.append(v != value)
-            second = self.prover.model([*hypotheses, *differ]) if differ else None
-            if second is None and differ:
-                second = self.prover.model([*hypotheses, z3.Or(*differ)])
-            cached.append(second if second is not None else cached[0])
-        return cached
+    def _points(self, terms: tuple[z3.ExprRef, ...]) -> list[list[tuple[z3.ExprRef, z3.ExprRef]]]:
+        """Two assignments of the terms' variables, different in every variable
+        (deterministic: seeded by the variable's name)."""
+        points: list[list[tuple[z3.ExprRef, z3.ExprRef]]] = [[], []]
+        for c in _constants(terms):
+            name = c.decl().name()
+            for k, point in enumerate(points):
+                point.append((c, z3.BitVecVal(_sample(name, c.size(), k), c.size())))
+        return points
+
+
+def _sample(name: str, bits: int, k: int) -> int:
+    """A plausible value of a kernel variable: small thread and block ids,
+    block sizes of a few warps, large aligned pointers, anything else random."""
+    import random
+    import zlib
+
+    rng = random.Random(zlib.crc32(f"{name}/{k}".encode()))
+    if name.startswith("%tid") or name == "%laneid":
+        return rng.randrange(0, 32)
+    if name.startswith("%ntid"):
+        return rng.randrange(64, 512)
+    if name.startswith(("%ctaid", "iter_")):
+        return rng.randrange(0, 64)
+    if bits == 64:
+        return rng.randrange(1 << 20, 1 << 40) * 256
+    return rng.randrange(3, 1 << 12)
+
+
+def _evaluate(term: z3.ExprRef, point: list[tuple[z3.ExprRef, z3.ExprRef]]) -> int | None:
+    value = z3.simplify(z3.substitute(term, *point)) if point else z3.simplify(term)
+    return value.as_signed_long() if z3.is_bv_value(value) else None
 
 
 def _constants(terms: tuple[z3.ExprRef, ...]) -> list[z3.ExprRef]:
@@ -372,12 +379,6 @@ def _constants(terms: tuple[z3.ExprRef, ...]) -> list[z3.ExprRef]:
             found[str(node)] = node
         stack.extend(node.children())
     return [found[k] for k in sorted(found)]
-
-
-def _signed(value: z3.ExprRef) -> int | None:
-    if not z3.is_bv_value(value):
-        return None
-    return value.as_signed_long()
 
 
 def _last_before(trace: list[Access], inst: ir.Instruction, j: int) -> int | None:
