@@ -207,3 +207,56 @@ def test_atomics_in_lane_order(pirch_ptx: ir.Module, wg: int, pack: int) -> None
     hist[9] = -1
     args = [k, x, hist, np.zeros(1, np.float32), np.zeros(1, np.uint32), np.zeros(n, np.int32)]
     compare(pirch_ptx, "atomics", grid, wg, pack, args, threads=1)
+
+
+def test_module_variables(pirch_ptx: ir.Module) -> None:
+    rng = np.random.default_rng(700)
+    n = 4 * 16
+    x = floats(rng, n, np.float32)
+    compare(pirch_ptx, "module_vars", 4, 16, 1, [x, np.zeros(n, np.float32), np.zeros(n, np.int32)])
+
+
+GENERIC_SHARED = """
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry gshared(.param .u64 y)
+.reqntid 8, 1, 1
+{
+    .shared .align 4 .b8 pad[12];  // buf is not at the window's start
+    .shared .align 4 .b8 buf[32];
+    .reg .b32 %r<8>;
+    .reg .b64 %rd<10>;
+    ld.param.u64 %rd1, [y];
+    mov.u32 %r1, %tid.x;
+    mov.u64 %rd2, buf;
+    cvta.shared.u64 %rd3, %rd2;
+    mul.wide.u32 %rd4, %r1, 4;
+    add.s64 %rd5, %rd3, %rd4;
+    mul.lo.u32 %r2, %r1, 3;
+    st.u32 [%rd5], %r2;
+    bar.sync 0;
+    xor.b32 %r3, %r1, 1;
+    mul.wide.u32 %rd6, %r3, 4;
+    add.s64 %rd7, %rd3, %rd6;
+    ld.u32 %r4, [%rd7];
+    cvta.to.shared.u64 %rd8, %rd7;
+    ld.shared.u32 %r5, [%rd8];
+    add.u32 %r4, %r4, %r5;
+    mov.u32 %r2, %ctaid.x;
+    mad.lo.u32 %r2, %r2, 8, %r1;
+    mul.wide.u32 %rd4, %r2, 4;
+    add.s64 %rd5, %rd1, %rd4;
+    st.global.u32 [%rd5], %r4;
+    ret;
+}
+"""
+
+
+@pytest.mark.parametrize("pack", [1, 2])
+def test_generic_addresses_of_shared_memory(pack: int) -> None:
+    module = parse_ptx(GENERIC_SHARED, "gshared.ptx")
+    out = compare(module, "gshared", 3, 8, pack, [np.zeros(24, np.uint32)])
+    assert out[0] is not None
+    lane = np.arange(24) % 8
+    np.testing.assert_array_equal(out[0], 6 * (lane ^ 1))

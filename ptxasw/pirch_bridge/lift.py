@@ -88,6 +88,7 @@ class LiftedKernel:
     dynamic_shared: bool
     source: str = "<string>"
     registers: dict[str, int] = field(default_factory=dict)
+    variables: dict[str, bytes] = field(default_factory=dict)
 
     @property
     def ir_text(self) -> str:
@@ -237,6 +238,35 @@ class _Lifter:
             symbols[n.name] = (".shared", shared)
         return symbols, layout, param_size, shared, bool(dynamic)
 
+    def _module_variables(self) -> dict[str, ll.GlobalVariable]:
+        """Module ``.global``/``.const`` variables as LLVM globals (host memory) holding
+        their initial bytes; `LiftedKernel.variables` lets the runtime restore them
+        before each launch, as every interpreter launch starts from them."""
+        from ptxasw.emulator.concrete.program import Program
+
+        out: dict[str, ll.GlobalVariable] = {}
+        self.variables: dict[str, bytes] = {}
+        program: Program | None = None
+        for decl in (d for d in self.ptx.items if isinstance(d, ir.VarDecl)):
+            if decl.space not in (".global", ".const") or ".extern" in decl.linkage:
+                continue
+            for n in decl.names:
+                var = var_of(decl, n)
+                if n.init is not None and _mentions_symbol(n.init):
+                    raise UnsupportedError(f"{n.name}: initialisers with addresses are not lifted", decl.loc)
+                if program is None:
+                    program = Program(self.ptx)
+                data = program.initial_bytes(var)
+                t = ll.ArrayType(ll.IntType(8), max(var.size, 1))
+                g = ll.GlobalVariable(self.module, t, name=f"ptx.{n.name}")
+                g.initializer = ll.Constant(t, bytearray(data.ljust(max(var.size, 1), b"\0")))
+                g.align = max(var.align, 16)
+                g.global_constant = decl.space == ".const"
+                out[n.name] = g
+                if decl.space == ".global":
+                    self.variables[g.name] = data
+        return out
+
     def _order(self) -> list[int]:
         """The dispatcher's priority: text order, if every forward edge goes forward and
         every loop is contiguous with its exits after it (else the lanes could meet late)."""
@@ -264,6 +294,7 @@ class _Lifter:
     def run(self) -> LiftedKernel:
         self._register_types()
         symbols, layout, param_size, shared_size, dynamic = self._layout()
+        host_symbols = self._module_variables()
         fnty = ll.FunctionType(ll.VoidType(), [_I8P, _I8P, _I32, _I32, _I32, _I32, _I32, _I32, _I32])
         func = ll.Function(self.module, fnty, self.fn.name)
         for arg, name in zip(func.args, _ARGS, strict=True):
@@ -298,6 +329,7 @@ class _Lifter:
         self.machine = LiftMachine(
             self.dom, registers, specials, func.args[0], func.args[1], func.args[2], symbols, self.block_lanes
         )
+        self.machine.host_symbols = host_symbols
         self.sem = Semantics(self.machine)
         self.machine.single_defs = self._single_definitions()
         self.machine.dominates = self._dominates
@@ -330,6 +362,7 @@ class _Lifter:
             dynamic_shared=dynamic,
             source=self.ptx.path,
             registers={k: w for k, (_, w) in registers.slots.items()},
+            variables=self.variables,
         )
 
     def _single_definitions(self) -> dict[str, ir.Instruction]:
@@ -589,3 +622,20 @@ class _Lifter:
             b.branch(self.full_blocks[target])
             b.position_at_end(nxt)
         b.branch(self.dispatch)
+
+
+def _mentions_symbol(init: object) -> bool:
+    """Whether an initialiser uses an address (``{&x}``, ``generic(f)``)."""
+    if isinstance(init, list):
+        return any(_mentions_symbol(i) for i in init)
+    if isinstance(init, ir.Symbol):
+        return True
+    if isinstance(init, ir.BinaryExpr):
+        return _mentions_symbol(init.lhs) or _mentions_symbol(init.rhs)
+    if isinstance(init, ir.UnaryExpr):
+        return _mentions_symbol(init.operand)
+    if isinstance(init, ir.ParenExpr):
+        return _mentions_symbol(init.inner)
+    if isinstance(init, ir.CallExpr):
+        return any(_mentions_symbol(a) for a in init.args)
+    return False

@@ -94,6 +94,7 @@ class LiftMachine:
         self.shared_stride = shared_stride
         self.symbols = symbols
         self.block_lanes = block_lanes
+        self.host_symbols: dict[str, ll.GlobalVariable] = {}
         self.exec: Vec = dom.const(1, 1)
         self.inst: ir.Instruction | None = None
         # Registers with one static definition whose value is known at lift time
@@ -141,6 +142,11 @@ class LiftMachine:
 
     # ---- symbols ----------------------------------------------------------------------------
     def symbol_address(self, name: str, width: int) -> Vec:
+        host = self.host_symbols.get(name)
+        if host is not None:  # module variables live in host memory: their address is a pointer
+            return dm.resize(
+                self.dom, self.dom.splat(self.b.ptrtoint(host, ll.IntType(64)), 64), width, False
+            )
         hit = self.symbols.get(name)
         if hit is None:
             raise self.refuse(f"the address of {name} (module variables, functions) is not lifted")
@@ -159,7 +165,7 @@ class LiftMachine:
             group = d._const_lanes([i // self.block_lanes for i in range(d.lanes)], 64)
             stride = d.splat(self.b.zext(self.shared_stride, ll.IntType(64)), 64)
             return self.shared, d.mul(group, stride)
-        if space in (".global", "generic"):
+        if space in (".global", "generic", ".const"):
             return None, None
         raise self.refuse(f"accesses to {space} are not lifted")
 
@@ -331,11 +337,18 @@ class LiftMachine:
         return Vec(merged, width)
 
     def convert_address(self, inst: ir.Instruction, space: str, value: Vec, to_generic: bool) -> Vec:
-        """``cvta``: global addresses are host pointers in both spaces; other spaces
-        would need the generic address map, which lifted code does not have."""
-        if space != ".global":
+        """``cvta``: global and constant addresses are host pointers in both spaces; a
+        shared address becomes the host pointer into its CTA's window (and back), so
+        generic accesses to shared memory are plain host accesses."""
+        if space in (".global", ".const"):
+            return value
+        if space != ".shared":
             raise self.refuse(f"cvta of {space} addresses is not lifted", inst)
-        return value
+        d = self.dom
+        base = d.sub(self._addresses(".shared", d.const(0, 64)), d.const(0, 64))
+        wide = dm.resize(d, value, 64, False)
+        moved = d.add(wide, base) if to_generic else d.sub(wide, base)
+        return dm.resize(d, moved, d.width(value), False)
 
     # ---- the other lanes ---------------------------------------------------------------------------
     def warp(self, inst: ir.Instruction, operands: list[Vec], cond: Vec | None) -> list[Vec]:

@@ -144,6 +144,8 @@ def launch_lifted(
     chunks = -(-g[0] // pack) * g[1] * g[2]
     nthreads = max(1, min(threads or os.cpu_count() or 1, chunks))
     fn = _RANGE_FN(compiled.address(f"{lifted.function}.range"))
+    for name, data in lifted.variables.items():  # every launch starts from the initial values
+        ctypes.memmove(compiled.engine.get_global_value_address(name), data, len(data))
     windows = [np.zeros(max(stride * pack, 16), dtype=np.uint8) for _ in range(nthreads)]
     bounds = [chunks * t // nthreads for t in range(nthreads + 1)]
 

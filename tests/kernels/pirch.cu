@@ -143,3 +143,12 @@ extern "C" __global__ void atomics(const int *k, const float *x, int *hist, floa
     __syncwarp();
     if (threadIdx.x < 4) atomicAdd(&hist[10 + threadIdx.x], local[threadIdx.x]);
 }
+
+// Module variables: a __constant__ table and a __device__ variable, read by every lane.
+__constant__ float coef[4] = {0.5f, -1.25f, 3.0f, 1e-3f};
+__device__ int offset_value = 5;
+extern "C" __global__ void module_vars(const float *x, float *y, int *z) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    y[i] = coef[i & 3] * x[i] + coef[(i >> 2) & 3];
+    z[i] = offset_value + i;
+}
