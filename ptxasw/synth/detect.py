@@ -152,6 +152,7 @@ class _Detector:
         self.analysis = self.executor.run()
         self.cfg: CFG = self.executor.cfg
         self.widths = register_widths(fn)
+        self._values: dict[tuple[int, int], tuple[z3.ExprRef, int | None]] = {}
         # Where each module instruction sits in the analysed (inlined) body,
         # and on which flows it ran.
         self.index: dict[int, int] = {}
@@ -313,16 +314,17 @@ class _Detector:
         if a.address is None or b.address is None:
             return "unsupported access (no address)"
         guesses = set()
-        step = shift_thread(a.address, 1) - a.address
-        distance = b.address - a.address
-        for point in self._points((a.address, b.address)):
-            st, dist = _evaluate(step, point), _evaluate(distance, point)
-            if st is None or dist is None:
+        for k in range(2):
+            at_a, at_b = self._value_at(a.address, k), self._value_at(b.address, k)
+            next_a = self._value_at(shift_thread(a.address, 1), k)
+            if at_a is None or at_b is None or next_a is None:
                 return "non-constant delta"
-            if st == 0:
+            width = a.address.size()
+            step, dist = _signed_bits(next_a - at_a, width), _signed_bits(at_b - at_a, width)
+            if step == 0:
                 guesses.add(0 if dist == 0 else None)
             else:
-                guesses.add(dist // st if dist % st == 0 else None)
+                guesses.add(dist // step if dist % step == 0 else None)
         if len(guesses) > 1:
             return "non-constant delta"
         delta = guesses.pop()
@@ -332,15 +334,20 @@ class _Detector:
             return f"delta out of range ({delta:+d})"
         return delta
 
-    def _points(self, terms: tuple[z3.ExprRef, ...]) -> list[list[tuple[z3.ExprRef, z3.ExprRef]]]:
-        """Two assignments of the terms' variables, different in every variable
-        (deterministic: seeded by the variable's name)."""
-        points: list[list[tuple[z3.ExprRef, z3.ExprRef]]] = [[], []]
-        for c in _constants(terms):
-            name = c.decl().name()
-            for k, point in enumerate(points):
-                point.append((c, z3.BitVecVal(_sample(name, c.size(), k), c.size())))
-        return points
+    def _value_at(self, term: z3.ExprRef, k: int) -> int | None:
+        """``term`` evaluated at point ``k`` (memoised per term and point)."""
+        key = (term.get_id(), k)
+        hit = self._values.get(key)
+        if hit is not None:
+            return hit[1]
+        point = [
+            (c, z3.BitVecVal(_sample(c.decl().name(), c.size(), k), c.size()))
+            for c in _constants((term,))
+        ]
+        value = z3.simplify(z3.substitute(term, *point)) if point else z3.simplify(term)
+        result = value.as_long() if z3.is_bv_value(value) else None
+        self._values[key] = (term, result)
+        return result
 
 
 def _sample(name: str, bits: int, k: int) -> int:
@@ -361,9 +368,9 @@ def _sample(name: str, bits: int, k: int) -> int:
     return rng.randrange(3, 1 << 12)
 
 
-def _evaluate(term: z3.ExprRef, point: list[tuple[z3.ExprRef, z3.ExprRef]]) -> int | None:
-    value = z3.simplify(z3.substitute(term, *point)) if point else z3.simplify(term)
-    return value.as_signed_long() if z3.is_bv_value(value) else None
+def _signed_bits(value: int, width: int) -> int:
+    value %= 1 << width
+    return value - (1 << width) if value >> (width - 1) else value
 
 
 def _constants(terms: tuple[z3.ExprRef, ...]) -> list[z3.ExprRef]:
