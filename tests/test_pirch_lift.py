@@ -30,23 +30,35 @@ SOURCE = Path(__file__).parent / "kernels" / "pirch.cu"
 NVCC_FLAGS = ["--ptx", "-arch=sm_80", "-O3"]
 
 
-@pytest.fixture(scope="session")
-def pirch_ptx(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> ir.Module:
-    """``pirch.cu`` compiled by nvcc (cached in pytest's cache by source and flags)."""
+def _compile(request: pytest.FixtureRequest, factory: pytest.TempPathFactory, flags: list[str]) -> ir.Module:
+    """``pirch.cu`` compiled by nvcc with ``flags`` (cached in pytest's cache by source and flags)."""
     nvcc = shutil.which("nvcc")
     if nvcc is None:
         pytest.skip("nvcc not found on PATH: the lifter tests compile CUDA kernels")
     cache = getattr(request.config, "cache", None)
-    folder = Path(cache.mkdir("ptxasw-kernels")) if cache is not None else tmp_path_factory.mktemp("kernels")
-    key = hashlib.sha256(SOURCE.read_bytes() + " ".join(NVCC_FLAGS).encode()).hexdigest()[:16]
+    folder = Path(cache.mkdir("ptxasw-kernels")) if cache is not None else factory.mktemp("kernels")
+    key = hashlib.sha256(SOURCE.read_bytes() + " ".join(flags).encode()).hexdigest()[:16]
     out = folder / f"pirch-{key}.ptx"
     if not out.exists():
         tmp = out.with_suffix(".tmp.ptx")
-        proc = subprocess.run([nvcc, *NVCC_FLAGS, str(SOURCE), "-o", str(tmp)], capture_output=True)
+        proc = subprocess.run([nvcc, *flags, str(SOURCE), "-o", str(tmp)], capture_output=True)
         if proc.returncode != 0:
             pytest.fail(f"nvcc failed on pirch.cu:\n{proc.stderr.decode(errors='replace')}")
         tmp.replace(out)
     return parse_ptx(out.read_text(), str(out))
+
+
+@pytest.fixture(scope="session")
+def pirch_ptx(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> ir.Module:
+    """``pirch.cu`` as nvcc -O3 compiles it."""
+    return _compile(request, tmp_path_factory, NVCC_FLAGS)
+
+
+@pytest.fixture(scope="session")
+def pirch_debug_ptx(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> ir.Module:
+    """``pirch.cu`` as a debug build (-G): device functions called (even the shuffles),
+    locals in a .local depot reached through generic addresses."""
+    return _compile(request, tmp_path_factory, ["--ptx", "-arch=sm_80", "-G"])
 
 
 # ---- data with every special value --------------------------------------------------------
@@ -260,3 +272,22 @@ def test_generic_addresses_of_shared_memory(pack: int) -> None:
     assert out[0] is not None
     lane = np.arange(24) % 8
     np.testing.assert_array_equal(out[0], 6 * (lane ^ 1))
+
+
+def test_debug_build(pirch_debug_ptx: ir.Module) -> None:
+    """-G code: calls are inlined, call-site .param and .local variables get a frame per lane."""
+    rng = np.random.default_rng(800)
+    wg, pack, grid = 8, 2, 5
+    n = grid * wg
+    compare(
+        pirch_debug_ptx,
+        "reduce_wg8",
+        grid,
+        wg,
+        pack,
+        [floats(rng, n, np.float32), np.zeros(grid, np.float32)],
+    )
+    compare(pirch_debug_ptx, "vote_wg8", grid, wg, pack, [ints(rng, n, -300, 300), np.zeros(n, np.uint32)])
+    k = rng.integers(0, 64, n).astype(np.int32)
+    x = floats(rng, 1024, np.float32)
+    compare(pirch_debug_ptx, "divloop", grid, wg, pack, [k, x, np.zeros(n, np.float32), 7])

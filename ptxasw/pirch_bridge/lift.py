@@ -46,12 +46,13 @@ from llvmlite import ir as ll
 
 from ptxasw import ir
 from ptxasw.analysis.cfg import CFG, build_cfg
+from ptxasw.analysis.inline import inline_calls
 from ptxasw.emulator.concrete.variables import param_var, round_up, var_of, walk_decls
 from ptxasw.emulator.semantics.instructions import Semantics
 from ptxasw.errors import PtxError, UnsupportedError, UnsupportedInstruction
 from ptxasw.ir import isa
 from ptxasw.pirch_bridge.domain import LLVMDomain, Vec
-from ptxasw.pirch_bridge.machine import LiftMachine, RegisterFile, Specials
+from ptxasw.pirch_bridge.machine import FRAME_BASE, LiftMachine, RegisterFile, Specials
 
 __all__ = ["LiftedKernel", "block_shape", "choose_kernel", "lift_kernel"]
 
@@ -160,6 +161,13 @@ def lift_kernel(
         raise PtxError(f"kernel {fn.name} has no body", fn.loc)
     if wg_pack < 1:
         raise PtxError(f"--wg-pack must be at least 1, got {wg_pack}")
+    if any(inst.opcode == "call" for inst in fn.instructions()):
+        inlined = inline_calls(module, fn)  # debug builds call even __shfl_sync
+        if inlined.skipped:
+            call = next(i for i in inlined.function.instructions() if id(i) in inlined.skipped)
+            reason = inlined.skipped[id(call)]
+            raise UnsupportedInstruction(call.mnemonic, f"the call cannot be inlined ({reason})", call.loc)
+        fn = inlined.function
     shape = block_shape(fn, wg_size, block)
     if shape[0] * shape[1] * shape[2] * wg_pack > 2048:
         raise PtxError(f"{wg_pack} blocks of {shape} threads per call: at most 2048 lanes")
@@ -236,6 +244,18 @@ class _Lifter:
         shared = round_up(shared, 16)
         for n in dynamic:
             symbols[n.name] = (".shared", shared)
+        frame = 0  # .local and call-site .param variables: one frame per lane
+        for decl in walk_decls(self.fn.body.body):  # type: ignore[union-attr]
+            if decl.space not in (".local", ".param"):
+                continue
+            for n in decl.names:
+                var = var_of(decl, n)
+                if n.name in symbols:
+                    continue
+                frame = round_up(frame, max(var.align, 1))
+                symbols[n.name] = (".frame", FRAME_BASE + frame)
+                frame += var.size
+        self.frame_size = round_up(frame, 16)
         return symbols, layout, param_size, shared, bool(dynamic)
 
     def _module_variables(self) -> dict[str, ll.GlobalVariable]:
@@ -330,6 +350,15 @@ class _Lifter:
             self.dom, registers, specials, func.args[0], func.args[1], func.args[2], symbols, self.block_lanes
         )
         self.machine.host_symbols = host_symbols
+        if self.frame_size:
+            total = ll.Constant(ll.IntType(64), self.frame_size * self.lanes)
+            entry_b = ll.IRBuilder(entry)
+            entry_b.position_at_start(entry)
+            frame = entry_b.alloca(ll.IntType(8), size=total, name="frames")
+            frame.align = 16
+            memset = self.module.declare_intrinsic("llvm.memset", [_I8P, ll.IntType(64)])
+            entry_b.call(memset, [frame, ll.Constant(ll.IntType(8), 0), total, ll.Constant(ll.IntType(1), 0)])
+            self.machine.frame, self.machine.frame_size = frame, self.frame_size
         self.sem = Semantics(self.machine)
         self.machine.single_defs = self._single_definitions()
         self.machine.dominates = self._dominates

@@ -38,6 +38,10 @@ __all__ = ["LiftMachine", "RegisterFile", "Specials"]
 
 _I8P = ll.IntType(8).as_pointer()
 
+FRAME_BASE = 1 << 40
+"""Addresses of per-thread ``.local`` and call-site ``.param`` variables start here
+(the frame of each lane is host memory; `LiftMachine` maps them there)."""
+
 
 @dataclass
 class RegisterFile:
@@ -95,6 +99,9 @@ class LiftMachine:
         self.symbols = symbols
         self.block_lanes = block_lanes
         self.host_symbols: dict[str, ll.GlobalVariable] = {}
+        # Per-lane frames (.local and call-site .param variables): base pointer and size.
+        self.frame: ll.Value | None = None
+        self.frame_size = 0
         self.exec: Vec = dom.const(1, 1)
         self.inst: ir.Instruction | None = None
         # Registers with one static definition whose value is known at lift time
@@ -161,6 +168,11 @@ class LiftMachine:
         d = self.dom
         if space == ".param":
             return self.params, None
+        if space in (".local", ".frame"):
+            if self.frame is None:
+                raise self.refuse("the kernel declares no .local memory")
+            lane = d._const_lanes([i * self.frame_size for i in range(d.lanes)], 64)
+            return self.frame, lane
         if space == ".shared":
             group = d._const_lanes([i // self.block_lanes for i in range(d.lanes)], 64)
             stride = d.splat(self.b.zext(self.shared_stride, ll.IntType(64)), 64)
@@ -173,6 +185,8 @@ class LiftMachine:
         """Absolute 64-bit host addresses of every lane."""
         d = self.dom
         addr = dm.resize(d, address, 64, False)
+        if space in (".local", ".frame"):  # frame addresses carry FRAME_BASE (or lost it to 32 bits)
+            addr = d.and_(addr, d.const(FRAME_BASE - 1, 64))
         base, offset = self._base(space)
         if offset is not None:
             addr = d.add(addr, offset)
@@ -184,17 +198,25 @@ class LiftMachine:
         self.inst = inst
         width = nbytes * 8
         mask = self._mask(cond)
+        space = self._param_space(space, address)
         if space == ".param" and address.known is not None and len(set(address.known)) == 1:
             return self._param_scalar(address.known[0], width)
         addrs = self._addresses(space, address)
         return self._access(addrs, nbytes, mask, None)
 
+    def _param_space(self, space: str, address: Vec) -> str:
+        """A ``.param`` access to a call site's variable (inlined calls) is per lane."""
+        if space == ".param" and address.known is not None and min(address.known) >= FRAME_BASE:
+            return ".frame"
+        return space
+
     def store(
         self, inst: ir.Instruction, space: str, address: Vec, value: Vec, nbytes: int, cond: Vec | None
     ) -> None:
         self.inst = inst
+        space = self._param_space(space, address)
         if space == ".param":
-            raise self.refuse("stores to .param (calls) are not lifted")
+            raise self.refuse("stores to kernel parameters are not lifted")
         value = dm.resize(self.dom, value, nbytes * 8, False)
         self._access(self._addresses(space, address), nbytes, self._mask(cond), value)
 
@@ -338,15 +360,21 @@ class LiftMachine:
 
     def convert_address(self, inst: ir.Instruction, space: str, value: Vec, to_generic: bool) -> Vec:
         """``cvta``: global and constant addresses are host pointers in both spaces; a
-        shared address becomes the host pointer into its CTA's window (and back), so
-        generic accesses to shared memory are plain host accesses."""
+        shared (local) address becomes the host pointer into its CTA's window (its
+        lane's frame) and back, so generic accesses to them are plain host accesses."""
         if space in (".global", ".const"):
             return value
-        if space != ".shared":
+        if space not in (".shared", ".local"):
             raise self.refuse(f"cvta of {space} addresses is not lifted", inst)
         d = self.dom
-        base = d.sub(self._addresses(".shared", d.const(0, 64)), d.const(0, 64))
         wide = dm.resize(d, value, 64, False)
+        if space == ".local":
+            host = self._addresses(".local", wide)
+            if to_generic:
+                return dm.resize(d, host, d.width(value), False)
+            origin = self._addresses(".local", d.const(0, 64))
+            return dm.resize(d, d.add(d.sub(wide, origin), d.const(FRAME_BASE, 64)), d.width(value), False)
+        base = self._addresses(space, d.const(0, 64))
         moved = d.add(wide, base) if to_generic else d.sub(wide, base)
         return dm.resize(d, moved, d.width(value), False)
 
