@@ -220,6 +220,11 @@ class Fingerprints:
                         flat.append(part)
                 parts = sorted(flat)
                 self._operands[key] = parts
+            elif kind == z3.Z3_OP_EQ and z3.is_bv(kids[0]):
+                # a == b as a - b == 0, the sign of the difference chosen by its
+                # hash: x == 3 - y and y == 3 - x are one equation.
+                diff, neg = normal_form(kids[0] - kids[1]), normal_form(kids[1] - kids[0])
+                parts = [min(self.of(diff), self.of(neg))]
             elif kind in _COMMUTATIVE:
                 parts = sorted(parts)
             head = f"{decl.name()}/{kind}/{decl.params() if decl.arity() else ''}/{node.sort()}".encode()
