@@ -300,6 +300,25 @@ def _size(e: z3.ExprRef, limit: int = _DECIDE_LIMIT + 1) -> int:
     return len(seen)
 
 
+def _inner_condition(e: z3.ExprRef) -> z3.BoolRef | None:
+    """The condition of the first ``If`` inside ``e`` (outside loads and other
+    functions) that is small and reads no memory: one the context can decide."""
+    stack, seen = [e], set()
+    while stack:
+        node = stack.pop()
+        if node.get_id() in seen or not z3.is_app(node):
+            continue
+        seen.add(node.get_id())
+        if node.num_args() and node.decl().kind() == z3.Z3_OP_UNINTERPRETED:
+            continue
+        if z3.is_app_of(node, z3.Z3_OP_ITE):
+            cond = node.arg(0)
+            if not _mentions_memory(cond) and _size(cond) <= _DECIDE_LIMIT:
+                return cond
+        stack.extend(reversed(node.children()))
+    return None
+
+
 def _is_arith(e: z3.ExprRef) -> bool:
     return z3.is_app(e) and e.decl().kind() in (z3.Z3_OP_BADD, z3.Z3_OP_BSUB, z3.Z3_OP_BMUL)
 
@@ -425,12 +444,21 @@ class Prover:
         person proving the rewrite would do; handed the whole term at once,
         the solver would bit-blast divisions it never needs.
         """
-        if not z3.is_app_of(a, z3.Z3_OP_ITE) or depth > 12:
+        if depth > 16:
             return self.equal(hypotheses, a, b)
-        cond, then, other = a.arg(0), a.arg(1), a.arg(2)
-        decided = (
-            None if _mentions_memory(cond) or _size(cond) > _DECIDE_LIMIT else self.decide(hypotheses, cond)
-        )
+        if z3.is_app_of(a, z3.Z3_OP_ITE):
+            cond, then, other = a.arg(0), a.arg(1), a.arg(2)
+            big = _mentions_memory(cond) or _size(cond) > _DECIDE_LIMIT
+        else:
+            # An If inside (a 64-bit value is two shuffled halves, each under
+            # its own lane cases): split on its condition, in the whole term.
+            inner = _inner_condition(a)
+            if inner is None:
+                return self.equal(hypotheses, a, b)
+            cond, big = inner, False
+            then = simplify(z3.substitute(a, (cond, z3.BoolVal(True))))
+            other = simplify(z3.substitute(a, (cond, z3.BoolVal(False))))
+        decided = None if big else self.decide(hypotheses, cond)
         if decided is True:
             sides = [(then, list(hypotheses))]
         elif decided is False:
