@@ -64,6 +64,10 @@ def kernel_entry(path: str, plan: KernelPlan, module: ir.Module, text: str) -> d
     positions = _source_positions(module)
     rewritten = [v for v in plan.verdicts if v.rewritten]
     deltas = [abs(v.delta) for v in rewritten if v.delta is not None]
+    sources: dict[int, int] = {}
+    for v in rewritten:
+        if v.source is not None:
+            sources[id(v.source)] = sources.get(id(v.source), 0) + 1
     return {
         "name": plan.kernel,
         "file": path,
@@ -73,7 +77,10 @@ def kernel_entry(path: str, plan: KernelPlan, module: ir.Module, text: str) -> d
         "shuffles": len(rewritten),
         "average_delta": round(sum(deltas) / len(deltas), 3) if deltas else None,
         "analysis_seconds": round(plan.seconds, 3),
-        "loads_detail": [_load_entry(v, lines, positions, plan.block_shape_known) for v in plan.verdicts],
+        "loads_detail": [
+            _load_entry(v, lines, positions, plan.block_shape_known, sources.get(id(v.load), 0))
+            for v in plan.verdicts
+        ],
     }
 
 
@@ -91,7 +98,11 @@ def corner_lanes(delta: int, rows_whole: bool) -> str | None:
 
 
 def _load_entry(
-    v: LoadVerdict, lines: list[str], positions: dict[int, tuple[str, int]], rows_whole: bool
+    v: LoadVerdict,
+    lines: list[str],
+    positions: dict[int, tuple[str, int]],
+    rows_whole: bool,
+    serves: int = 0,
 ) -> dict[str, Any]:
     loc = v.load.loc
     line = loc.line if loc is not None else None
@@ -112,9 +123,17 @@ def _load_entry(
         "source_load_line": source_loc.line if rewritten and source_loc is not None else None,
         "corner_lanes": corner_lanes(v.delta, rows_whole) if v.status is Status.SHUFFLE and v.delta else None,
         "proof": v.proof,
-        "reason": None if rewritten else v.reason,
+        "reason": None if rewritten else _reason(v.reason, serves),
         "assumptions": list(v.assumptions),
     }
+
+
+def _reason(reason: str | None, serves: int) -> str | None:
+    """Why a load stays, saying so first when it is the source of shuffles."""
+    if not serves:
+        return reason
+    plural = "s" if serves > 1 else ""
+    return f"kept: the source of {serves} shuffle{plural} (itself: {reason})"
 
 
 def _source_positions(module: ir.Module) -> dict[int, tuple[str, int]]:
