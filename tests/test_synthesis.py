@@ -39,24 +39,32 @@ PTXAS = shutil.which("ptxas")
 # ours are our own CUDA versions, so they may differ where the code differs.
 # Kept here as what this suite must keep finding.
 EXPECTED = {
+    "deriv8": (21, 72),
     "divergence": (1, 6),
     "gameoflife": (6, 9),
     "gaussblur": (20, 25),
+    "gaussblur_f64": (20, 25),
     "gradient": (1, 6),
+    "hypterm": (42, 144),
     "jacobi": (6, 9),
+    "lapgsrb": (3, 16),
     "laplacian": (2, 7),
     "matmul": (0, 10),
     "matvec": (0, 10),
+    "seismic_rhs": (82, 162),
     "tricubic": (48, 67),
+    "tricubic2": (48, 67),
     "uxx1": (3, 17),
     "vecadd": (0, 2),
     "wave13pt": (4, 14),
+    "wave13pt_f64": (4, 14),
+    "whispering": (4, 12),
 }
 
 
 def _rewrite(module_path: Path, symbol: str, mode: str = "normal") -> tuple[str, KernelPlan]:
     module = parse_ptx(module_path.read_text(), str(module_path))
-    synthesis = ShuffleSynthesisPass(Options(mode=mode, time_s=60), {symbol})
+    synthesis = ShuffleSynthesisPass(Options(mode=mode, time_s=20), {symbol})
     synthesis.run(module)
     (plan,) = synthesis.plans
     return print_module(module), plan
@@ -112,7 +120,9 @@ CASES = [(name, i) for name in sorted(suite.KERNELS) for i in range(len(suite.sm
 def test_rewrite_computes_the_same_bits(rewritten: dict, name: str, case: int) -> None:
     original, path, plan = rewritten[name]
     if not plan.chosen:
-        pytest.skip(f"{name}: nothing rewritten (its loads are reported blocked)")
+        # Nothing to shuffle: the module must come back without any code of ours.
+        assert "%sw" not in path.read_text() and "shfl" not in path.read_text()
+        return
     shape, block = suite.small_shapes(name)[case]
     for seed in (1,):
         before = suite.run_kernel(original, name, shape, block, seed)
