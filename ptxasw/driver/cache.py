@@ -29,7 +29,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ENV_CACHE_DIR", "CachedResult", "ResultCache", "cache_dir"]
+__all__ = ["ENV_CACHE_DIR", "CachedResult", "ResultCache", "cache_dir", "default_cache_dir"]
 
 ENV_CACHE_DIR = "PTXASW_CACHE_DIR"
 _FORMAT = 1
@@ -51,6 +51,12 @@ def cache_dir(env: Mapping[str, str] | None = None) -> Path | None:
         return None
     if value:
         return Path(value)
+    return default_cache_dir(env)
+
+
+def default_cache_dir(env: Mapping[str, str] | None = None) -> Path:
+    """``$XDG_CACHE_HOME/ptxasw``, or ``~/.cache/ptxasw``."""
+    env = os.environ if env is None else env
     base = env.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "ptxasw"
 

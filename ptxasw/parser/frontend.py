@@ -773,9 +773,10 @@ def _cache_path() -> str | bool:
     validates the file against a hash of the grammar and its own version, so a
     stale cache is rebuilt, not trusted.
     """
-    base = os.environ.get("PTXASW_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "ptxasw"
-    )
+    from ptxasw.driver.cache import cache_dir, default_cache_dir
+
+    # PTXASW_CACHE_DIR=off turns off the drop-in's result cache, not these tables.
+    base = str(cache_dir() or default_cache_dir())
     try:
         os.makedirs(base, exist_ok=True)
     except OSError:
