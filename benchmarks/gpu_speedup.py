@@ -55,6 +55,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -190,64 +191,73 @@ def synthesis_summary(plan: Any) -> dict[str, Any]:
 
 
 def prepare(
-    out: Path, names: Sequence[str], time_s: float, max_delta: int, solver_timeout_ms: int = 10_000
+    out: Path,
+    names: Sequence[str],
+    time_s: float,
+    max_delta: int,
+    solver_timeout_ms: int = 3_000,
+    jobs: int = 1,
 ) -> dict[str, Any]:
     """Phase 1: every kernel's four variants, synthesis report and resources, under ``out``.
 
     The solver gets more time per query than in a build (``solver_timeout_ms``):
     a proof that times out on a busy machine would drop a shuffle and the
-    benchmark would measure the machine's load, not the rewrite.
+    benchmark would measure the machine's load, not the rewrite. Kernels are
+    prepared in ``jobs`` processes (each analysis is single-threaded).
     """
     from ptxasw import __version__
-    from ptxasw.parser import parse_ptx
-    from ptxasw.synth.detect import Options
-    from ptxasw.synth.synthesize import plan_kernel
 
     out.mkdir(parents=True, exist_ok=True)
     paths = suite.compile_many((n, ARCH, False) for n in names)
-    options = Options(max_delta=max_delta, time_s=time_s, solver_timeout_ms=solver_timeout_ms)
-    kernels = []
-    for name in names:
-        k = suite.get(name)
-        text = paths[(name, ARCH, False)].read_text()
-        module = parse_ptx(text, f"{name}.ptx")
-        plan = plan_kernel(module, module.function(k.symbol), options)
-        texts = {"original": text, **{mode: emit_variant(module, k.symbol, plan, mode) for mode in MODES}}
-        variants = {}
-        for variant, body in texts.items():
-            path = out / f"{name}.{variant}.ptx"
-            path.write_text(body)
-            res = ptxas_verbose(path, k.symbol)
-            variants[variant] = {
-                "ptx": path.name,
-                "sha256": hashlib.sha256(body.encode()).hexdigest(),
-                **dataclasses.asdict(res),
-            }
-        entry = {
-            "kernel": name,
-            "symbol": k.symbol,
-            "synthesis": synthesis_summary(plan),
-            "variants": variants,
-        }
-        kernels.append(entry)
-        s = entry["synthesis"]
-        regs = "/".join(str(variants[v]["registers"]) for v in VARIANTS)
-        print(
-            f"{name:<14} {s['shuffles']:>3}/{s['loads']:<3} shuffled, avg |N| {s['average_delta'] or 0:.2f}, "
-            f"{s['analysis_seconds']:6.2f} s, proofs {s['proofs']['proved']} ok {s['proofs']['failed']} "
-            f"failed, registers {regs}",
-            flush=True,
-        )
+    settings = {"max_delta": max_delta, "time_s": time_s, "solver_timeout_ms": solver_timeout_ms}
+    work = [(name, paths[(name, ARCH, False)], out, settings) for name in names]
+    if jobs > 1:
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            entries = list(pool.map(_prepare_kernel, *zip(*work, strict=True)))
+    else:
+        entries = [_prepare_kernel(*w) for w in work]
     manifest = {
         "tool": f"ptxasw {__version__}",
         "arch": ARCH,
         "ptxas": ptxas_version(),
-        "options": {"max_delta": max_delta, "time_s": time_s, "solver_timeout_ms": solver_timeout_ms},
+        "options": settings,
         "variants": list(VARIANTS),
-        "kernels": kernels,
+        "kernels": entries,
     }
     (out / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
     return manifest
+
+
+def _prepare_kernel(name: str, ptx: Path, out: Path, settings: dict[str, Any]) -> dict[str, Any]:
+    """One kernel: plan once, emit the three modes, assemble all four variants with ``ptxas -v``."""
+    from ptxasw.parser import parse_ptx
+    from ptxasw.synth.detect import Options
+    from ptxasw.synth.synthesize import plan_kernel
+
+    k = suite.get(name)
+    text = ptx.read_text()
+    module = parse_ptx(text, f"{name}.ptx")
+    plan = plan_kernel(module, module.function(k.symbol), Options(**settings))
+    texts = {"original": text, **{mode: emit_variant(module, k.symbol, plan, mode) for mode in MODES}}
+    variants = {}
+    for variant, body in texts.items():
+        path = out / f"{name}.{variant}.ptx"
+        path.write_text(body)
+        res = ptxas_verbose(path, k.symbol)
+        variants[variant] = {
+            "ptx": path.name,
+            "sha256": hashlib.sha256(body.encode()).hexdigest(),
+            **dataclasses.asdict(res),
+        }
+    s = synthesis_summary(plan)
+    regs = "/".join(str(variants[v]["registers"]) for v in VARIANTS)
+    print(
+        f"{name:<14} {s['shuffles']:>3}/{s['loads']:<3} shuffled, avg |N| {s['average_delta'] or 0:.2f}, "
+        f"{s['analysis_seconds']:6.2f} s, proofs {s['proofs']['proved']} ok {s['proofs']['failed']} "
+        f"failed, registers {regs}",
+        flush=True,
+    )
+    return {"kernel": name, "symbol": k.symbol, "synthesis": s, "variants": variants}
 
 
 def load_manifest(folder: Path, names: Sequence[str] = ()) -> dict[str, Any]:
@@ -844,8 +854,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--time-budget", type=float, default=60.0, help="--prepare: analysis seconds per kernel")
     ap.add_argument("--max-delta", type=int, default=31, help="--prepare: largest |N|")
     ap.add_argument(
-        "--solver-timeout-ms", type=int, default=10_000, help="--prepare: per solver query (default 10000)"
+        "--solver-timeout-ms", type=int, default=3_000, help="--prepare: per solver query (default 3000)"
     )
+    ap.add_argument("--jobs", type=int, default=2, help="--prepare: kernels analysed at once (default 2)")
     ap.add_argument("--out", type=Path, help="--plot: the PNG (default: next to the JSON)")
     ap.add_argument("--md", type=Path, help="--plot: the Markdown table (default: next to the JSON)")
     opts = ap.parse_args(argv)
@@ -857,7 +868,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if opts.prepare:
             names = opts.kernels or list(suite.KERNELS)
-            prepare(opts.prepare, names, opts.time_budget, opts.max_delta, opts.solver_timeout_ms)
+            prepare(opts.prepare, names, opts.time_budget, opts.max_delta, opts.solver_timeout_ms, opts.jobs)
             return 0
         if opts.run:
             return _run_command(opts)
