@@ -323,7 +323,12 @@ class _Lifter:
         order = self._order()
         entry = func.append_basic_block("entry")
         self.dispatch = func.append_basic_block("dispatch")
-        self.blocks = {b: func.append_basic_block(f"bb{b}") for b in order}
+        # Lanes can only part (and the masked variants run) after a guarded terminator,
+        # or from the start when packed CTAs past the grid's end leave lanes idle.
+        self.masked = self.pack > 1 or any(
+            (t := self.cfg.blocks[blk].terminator) is not None and t.guard is not None for blk in order
+        )
+        self.blocks = {b: func.append_basic_block(f"bb{b}") for b in order} if self.masked else {}
         self.full_blocks = {b: func.append_basic_block(f"full{b}") for b in order}
         finish = func.append_basic_block("finish")
 
@@ -340,11 +345,14 @@ class _Lifter:
         for slot in self.pending.values():
             b.store(ll.Constant(self.mask_t, None), slot)
         b.store(valid.value, self.live)
-        masked_start = func.append_basic_block("masked_start")
-        b.cbranch(self._all(valid.value), self.full_blocks[order[0]], masked_start)
-        b.position_at_end(masked_start)
-        b.store(valid.value, self.pending[order[0]])
-        b.branch(self.blocks[order[0]])
+        if self.masked:
+            masked_start = func.append_basic_block("masked_start")
+            b.cbranch(self._all(valid.value), self.full_blocks[order[0]], masked_start)
+            b.position_at_end(masked_start)
+            b.store(valid.value, self.pending[order[0]])
+            b.branch(self.blocks[order[0]])
+        else:  # one CTA per call: the range function only calls it for CTAs of the grid
+            b.branch(self.full_blocks[order[0]])
         registers = RegisterFile(self.dom, entry, self.register_type)
         self.machine = LiftMachine(
             self.dom, registers, specials, func.args[0], func.args[1], func.args[2], symbols, self.block_lanes
@@ -368,13 +376,14 @@ class _Lifter:
             f"llvm.cttz.i{self.set_t.width}", [b.load(self.pending_set), ll.Constant(ll.IntType(1), 0)]
         )
         switch = b.switch(first, finish)
-        for blk in order:
+        for blk in self.blocks:
             switch.add_case(ll.Constant(self.set_t, self.position[blk]), self.blocks[blk])
         b.position_at_end(finish)
         b.ret_void()
 
         for blk in order:
-            self._block(blk, full=False)
+            if self.masked:
+                self._block(blk, full=False)
             self._block(blk, full=True)
         self._range_function(func, shared_size > 0 or dynamic)
         return LiftedKernel(

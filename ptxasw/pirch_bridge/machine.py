@@ -382,7 +382,10 @@ class LiftMachine:
     def warp(self, inst: ir.Instruction, operands: list[Vec], cond: Vec | None) -> list[Vec]:
         self.inst = inst
         d = self.dom
-        active = d.lane_ballot(self.exec, d.const(0xFFFF_FFFF, 32))
+        # shfl reads its sources whatever the active lanes: no ballot to emit for it
+        active = (
+            d.const(0, 32) if inst.opcode == "shfl" else d.lane_ballot(self.exec, d.const(0xFFFF_FFFF, 32))
+        )
         return warp_collective(d, inst, operands, cond, active)
 
     def barrier(self, inst: ir.Instruction, cond: Vec | None) -> None:
