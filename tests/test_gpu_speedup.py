@@ -90,13 +90,18 @@ def test_run_checks_normal_and_records_the_unsafe_modes(dry_run: dict) -> None:
     by = {(r["variant"], r["size"]): r for r in rows}
     for size in ("ci", "ci-odd"):
         assert by["normal", size]["exact"] and by["original", size]["exact"]
+        assert by["normal", size]["exact_without_fma"]
         # The ablations are wrong at warp edges: the comparison must see it.
         for mode in ("noload", "nocorner"):
             assert not by[mode, size]["exact"] and by[mode, size]["differing_elements"] > 0
         assert by["original", size]["speedup_vs_original"] == 1.0
         assert by["normal", size]["shuffles"] == 6 and by["original", size]["shuffles"] == 0
     assert all(r["registers"] > 0 and r["ms"] > 0 for r in rows)
-    assert dry_run["summary"]["normal_exact"] and not dry_run["errors"]
+    summary = dry_run["summary"]
+    assert (
+        summary["normal_exact"] and summary["normal_exact_without_fma"] and summary["original_deterministic"]
+    )
+    assert not dry_run["errors"]
 
 
 def test_a_wrong_normal_variant_is_caught(prepared: Path, tmp_path: Path) -> None:
@@ -111,8 +116,9 @@ def test_a_wrong_normal_variant_is_caught(prepared: Path, tmp_path: Path) -> Non
     jacobi["normal"]["sha256"] = hashlib.sha256(wrong.encode()).hexdigest()
     (folder / gs.MANIFEST).write_text(json.dumps(manifest))
     result = gs.run(folder, gs.InterpBackend(), ["jacobi"], quick=True, runs=1, dry=True)
-    assert not result["summary"]["normal_exact"]
-    assert [r["exact"] for r in result["rows"] if r["variant"] == "normal"] == [False]
+    assert not result["summary"]["normal_exact"] and not result["summary"]["normal_exact_without_fma"]
+    assert result["summary"]["original_deterministic"]
+    assert [gs.exactness(r) for r in result["rows"] if r["variant"] == "normal"] == ["NO"]
 
 
 def test_command_line_errors_are_one_line(prepared: Path, tmp_path: Path, capsys) -> None:
@@ -129,7 +135,7 @@ def test_command_line_errors_are_one_line(prepared: Path, tmp_path: Path, capsys
 def test_markdown_and_plot(dry_run: dict, tmp_path: Path) -> None:
     md = gs.markdown(dry_run)
     row = next(line for line in md.splitlines() if line.startswith("| jacobi | 6/9 |"))
-    assert row.endswith("| yes |") and row.count("*") == 4  # noload, nocorner inexact at both sizes
+    assert row.endswith("| yes/yes |") and row.count("*") == 4  # noload, nocorner inexact at both sizes
     assert "| ci | with shuffles |" in md
     pytest.importorskip("matplotlib")
     png = tmp_path / "speedup.png"
