@@ -27,19 +27,17 @@ BATCH = 2
 KERNEL_WG = [(k.name, wg) for k in suite.KERNELS.values() for wg in k.wg_sizes]
 CONFIGS = [(s, a, d) for s in suite.sources() for a in suite.ARCHS for d in (False, True)]
 
-# The interpreter gets these -G builds wrong (it gets the -O3 builds right, which have no
-# divergent branches): the -G loop `while (base < n)` leaves only through a branch to
-# `ret`, one of CFG.exit_branches. CFG.reconvergence_point(..., ignoring_exit_branches=True)
-# drops that edge, after which no block of the loop reaches the exit, so every branch in
-# it gets the exit as its reconvergence point: the lanes of `if (lane >= d)` never meet
-# again and the next __shfl_up_sync runs for part of the warp and reads 0 from the rest.
-# Smallest case (nvcc -G, one block of 4 threads, x = 1..4, n = 4):
+# -G builds the interpreter once got wrong: the -G loop `while (base < n)` leaves only
+# through a branch to `ret` (one of CFG.exit_branches), and ignoring that edge left no
+# block of the loop reaching the exit, so every branch in it reconverged at the exit and
+# the next __shfl_up_sync ran for part of the warp. Fixed in CFG (the early-leaving block
+# keeps the exit edge); the cases below are that reproducer, now expected to pass:
 #   for (int base = 0; base < n; base += 4) { unsigned v = x[base + lane];
 #     for (int d = 1; d < 4; d <<= 1) { unsigned t = __shfl_up_sync(0xf, v, d, 4);
 #       if (lane >= d) v += t; }
-#     y[base + lane] = v; }          // lane 2 gets 5, not 6: its d = 2 shuffle read 0
-# strict: once the interpreter is fixed these xpass and fail; then drop the marker.
-DEBUG_BUILD_BUG = {"reduce", "scan", "block_reduce"}
+#     y[base + lane] = v; }
+# Kernel bases the interpreter still gets wrong in -G builds (strict xfail): none.
+DEBUG_BUILD_BUG: set[str] = set()
 
 
 @pytest.fixture(scope="module")

@@ -620,7 +620,15 @@ class CFG:
         rev.add_edges_from((v, u) for u, v in self.graph.edges if (u, v) not in dropped)
         rev.add_edges_from((v, u) for u, v in self.virtual_exit_edges)
         if dropped:
-            # Blocks that reached the exit only through a dropped edge need a way out.
+            # Blocks that reached the exit only through a dropped edge need a way
+            # out. The block whose edge was dropped is where its lanes leave, so
+            # it gets the exit edge: a loop left only by an early ``return``
+            # (``-G`` code) keeps its own joins inside, rather than every branch
+            # in it meeting only at the exit.
+            reach = nx.descendants(rev, self.exit) | {self.exit}
+            for u, _ in sorted(dropped):
+                if u not in reach:
+                    rev.add_edge(self.exit, u)
             reach = nx.descendants(rev, self.exit) | {self.exit}
             for b in self.graph:
                 if b not in reach:
