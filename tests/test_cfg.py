@@ -672,3 +672,31 @@ def test_large_function_analyses_are_right() -> None:
     assert len(loops) == 5600 and cfg.is_reducible and not cfg.unreachable
     assert all(loop.depth == 1 for loop in loops)
     assert "%r8" in cfg.live_in(cfg.blocks[1].id) and live
+
+
+def test_loop_left_only_by_an_early_return_keeps_its_joins() -> None:
+    """nvcc -G writes ``while (base < n)`` as a loop whose only way out is a
+    branch to ``ret``. Ignoring that exit branch (its lanes retire at once),
+    the if inside the loop must still reconverge inside the loop, not at the
+    exit: a shuffle after it needs the whole warp."""
+    cfg = cfg_of(
+        """
+        mov.u32 %r1, 0;
+    $LOOP:
+        setp.ge.s32 %p1, %r1, %r9;
+        @%p1 bra $DONE;
+        setp.lt.u32 %p2, %r2, 2;
+        @%p2 bra $SKIP;
+        add.s32 %r3, %r3, 1;
+    $SKIP:
+        shfl.sync.up.b32 %r4, %r3, 1, 0, -1;
+        add.s32 %r1, %r1, 4;
+        bra.uni $LOOP;
+    $DONE:
+        ret;
+        """
+    )
+    inner = cfg.block_of_label("$SKIP")
+    branch = next(b.id for b in cfg.blocks if b.terminator is not None and b.targets and b.targets[0] == inner)
+    assert cfg.exit_branches  # the loop's only way out
+    assert cfg.reconvergence_point(branch, ignoring_exit_branches=True) == inner
