@@ -697,6 +697,6 @@ def test_loop_left_only_by_an_early_return_keeps_its_joins() -> None:
         """
     )
     inner = cfg.block_of_label("$SKIP")
-    branch = next(b.id for b in cfg.blocks if b.terminator is not None and b.targets[:1] == [inner])
+    branch = next(b.id for b in cfg.blocks if b.terminator is not None and list(b.targets[:1]) == [inner])
     assert cfg.exit_branches  # the loop's only way out
     assert cfg.reconvergence_point(branch, ignoring_exit_branches=True) == inner
