@@ -112,10 +112,14 @@ def median_ms(cmd: list[str], env: dict[str, str], repeat: int) -> tuple[float, 
     return statistics.median(times), rc
 
 
-def measure(files: list[Path], repeat: int, pipeline: str | None) -> tuple[list[Row], float]:
-    """Time every file both ways; also return the bare interpreter start-up time (ms)."""
+def measure(
+    files: list[Path], repeat: int, pipeline: str | None, settings: dict[str, str] | None = None
+) -> tuple[list[Row], float]:
+    """Time every file both ways; also return the bare interpreter start-up time (ms).
+    ``settings``: PTXASW_* variables for the wrapper (``PTXASW_PROFIT=always``)."""
     real = find_ptxas()
     env = {k: v for k, v in os.environ.items() if not k.startswith("PTXASW_")}
+    env.update(settings or {})
     env["PTXASW_REAL_PTXAS"] = str(real)
     env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     if pipeline:
@@ -243,6 +247,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--limit", type=int, default=None, help="at most this many corpus sources")
     ap.add_argument("--pipeline", default=None, help="MODULE:FUNCTION to run instead of the default pipeline")
     ap.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    ap.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="PTXASW_X=V",
+        help="a synthesis setting for the wrapper, e.g. PTXASW_PROFIT=always (repeatable)",
+    )
     ns = ap.parse_args(argv)
     if ns.repeat < 1:
         fail("--repeat must be at least 1")
@@ -253,7 +264,8 @@ def main(argv: list[str] | None = None) -> int:
         files = ns.files or compile_corpus(Path(tmp), ns.limit)
         if not files:
             fail("no PTX to time (nvcc compiled none of the corpus)")
-        rows, startup = measure(files, ns.repeat, ns.pipeline)
+        settings = dict(item.split("=", 1) for item in ns.env if "=" in item)
+        rows, startup = measure(files, ns.repeat, ns.pipeline, settings)
     base = sum(r.ptxas_ms for r in rows) or float("nan")
     if ns.json:
         print(
@@ -266,6 +278,7 @@ def main(argv: list[str] | None = None) -> int:
                     "total_warm_ratio": round(sum(r.warm_ms for r in rows) / base, 3),
                     "geomean_inprocess_ratio": round(geomean([r.inproc_ratio for r in rows]), 3),
                     "python_startup_ms": round(startup, 2),
+                    "settings": settings,
                 },
                 indent=2,
             )
