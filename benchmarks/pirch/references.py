@@ -131,11 +131,11 @@ class OpenCLReference:
     """One kernel of ``borg.cl`` for one precision and WG_SIZE, with device buffers for one batch."""
 
     def __init__(self, kernel: Kernel, wg: int) -> None:
+        self.context, self.queue = _context()  # ReferenceUnavailable without pyopencl or a platform
         import pyopencl as cl
 
         self.cl = cl
         self.kernel, self.wg = kernel, wg
-        self.context, self.queue = _context()
         self._kernel = getattr(_program(C_TYPES[kernel.dtype.name], wg), kernel.base)
         self._buffers: list[tuple[object, object]] = []  # (pristine, working) per array argument
         self._args: Args = []
