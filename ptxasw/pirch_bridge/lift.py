@@ -323,11 +323,25 @@ class _Lifter:
         order = self._order()
         entry = func.append_basic_block("entry")
         self.dispatch = func.append_basic_block("dispatch")
-        # Lanes can only part (and the masked variants run) after a guarded terminator,
-        # or from the start when packed CTAs past the grid's end leave lanes idle.
-        self.masked = self.pack > 1 or any(
-            (t := self.cfg.blocks[blk].terminator) is not None and t.guard is not None for blk in order
-        )
+        # Branches around acyclic regions are if-converted; the blocks inside are only
+        # ever run there. Lanes can only part (and the masked variants run) after
+        # another guarded terminator, or from the start when packed CTAs past the
+        # grid's end leave lanes idle.
+        self.regions: dict[int, list[int]] = {}
+        absorbed: set[int] = set()
+        diverges = False
+        for blk in order:
+            term = self.cfg.blocks[blk].terminator
+            if blk in absorbed or term is None or term.guard is None:
+                continue
+            region = self._region(blk) if term.opcode == "bra" else None
+            if region is None:
+                diverges = True
+            else:
+                self.regions[blk] = region
+                absorbed.update(region)
+        order = [blk for blk in order if blk not in absorbed]
+        self.masked = self.pack > 1 or diverges
         self.blocks = {b: func.append_basic_block(f"bb{b}") for b in order} if self.masked else {}
         self.full_blocks = {b: func.append_basic_block(f"full{b}") for b in order}
         finish = func.append_basic_block("finish")
@@ -572,19 +586,11 @@ class _Lifter:
         taken = mask if cond is None else d.and_(mask, cond)
         rest = None if cond is None else d.and_(mask, d.not_(cond))
         exits: list[tuple[int | None, Vec]] = []
-        triangle = self._triangle(blk) if term.opcode == "bra" and rest is not None else None
-        if triangle is not None:
-            # if-conversion: run the one-block branch here under its lanes, then go on
-            # to the join with every lane of this block (no trip through the dispatcher).
-            side, join, side_is_taken = triangle
-            self.machine.exec = taken if side_is_taken else rest  # type: ignore[assignment]
-            for inst in self.cfg.blocks[side].instructions:
-                if inst.opcode == "bra":
-                    break
-                self.machine.inst = inst
-                self.sem.execute(inst)
+        region = self.regions.get(blk)
+        if region is not None:
+            self._predicate_region(blk, region, taken, rest)  # type: ignore[arg-type]
             self.machine.exec = mask
-            self._goto([(join, mask)], full)
+            self._goto([(self.cfg.ipdom[blk], mask)], full)
             return
         if term.opcode in ("ret", "exit"):
             live = b.load(self.live)
@@ -595,29 +601,71 @@ class _Lifter:
             exits.append((bb.fallthrough, rest))
         self._goto(exits, full)
 
-    def _triangle(self, blk: int) -> tuple[int, int, bool] | None:
-        """``(side, join, side is the taken edge)`` when ``blk`` branches around one
-        straight-line block ``side`` that only ``blk`` enters and that falls (or jumps)
-        into ``join``, the only other successor, entered from nowhere else."""
+    def _region(self, blk: int) -> list[int] | None:
+        """The blocks between ``blk``'s branch and its join (immediate post-dominator),
+        in text order, when if-conversion can run them all under masks: an acyclic
+        region that only ``blk`` enters, with plain branches and no exits."""
         cfg = self.cfg
-        bb = cfg.blocks[blk]
-        if bb.fallthrough is None or not bb.targets:
+        join = cfg.ipdom.get(blk)
+        if join is None or join == cfg.exit:
             return None
-        for side, join, side_is_taken in (
-            (bb.fallthrough, bb.targets[0], False),
-            (bb.targets[0], bb.fallthrough, True),
-        ):
-            if side == join or side == cfg.exit or join == cfg.exit:
+        region: list[int] = []
+        todo = [s for s in cfg.successors(blk) if s != join]
+        seen = set(todo)
+        while todo:
+            x = todo.pop()
+            if x == cfg.exit or x <= blk or x >= join or not cfg.dominates(blk, x):
+                return None
+            bb = cfg.blocks[x]
+            term = bb.terminator
+            if term is not None and term.opcode != "bra":
+                return None
+            if any(i.opcode in _CONTROL for i in bb.instructions if i is not term):
+                return None
+            region.append(x)
+            for y in cfg.successors(x):
+                if y <= x:  # a back edge: a loop inside
+                    return None
+                if y != join and y not in seen:
+                    seen.add(y)
+                    todo.append(y)
+        return sorted(region)
+
+    def _predicate_region(self, blk: int, region: list[int], taken: Vec, rest: Vec) -> None:
+        """If-conversion: run every block of the region once, in text order, under the
+        lanes that reach it (the OR of its incoming edges' lanes), as the dispatcher
+        would but without leaving straight-line code."""
+        d, cfg = self.dom, self.cfg
+        incoming: dict[int, Vec] = {}
+
+        def send(target: int | None, lanes: Vec) -> None:
+            if target is None or target not in region:
+                return
+            incoming[target] = d.or_(incoming[target], lanes) if target in incoming else lanes
+
+        bb = cfg.blocks[blk]
+        send(bb.targets[0], taken)
+        send(bb.fallthrough, rest)
+        for x in region:
+            lanes = incoming.get(x)
+            if lanes is None:
                 continue
-            sb = cfg.blocks[side]
-            term = sb.terminator
-            jumps = term is None or (term.opcode == "bra" and term.guard is None)
-            if not jumps or any(i.opcode in _CONTROL for i in sb.instructions if i is not term):
+            self.machine.exec = lanes
+            xb = cfg.blocks[x]
+            term = xb.terminator
+            for inst in xb.instructions:
+                if inst is term:
+                    break
+                self.machine.inst = inst
+                self.sem.execute(inst)
+            if term is None:
+                send(xb.fallthrough, lanes)
                 continue
-            alone = cfg.predecessors(side) == [blk] and cfg.successors(side) == [join]
-            if alone and set(cfg.predecessors(join)) == {blk, side}:
-                return side, join, side_is_taken
-        return None
+            self.machine.inst = term
+            cond = self.sem.branch_condition(term)
+            send(xb.targets[0], lanes if cond is None else d.and_(lanes, cond))
+            if cond is not None:
+                send(xb.fallthrough, d.and_(lanes, d.not_(cond)))
 
     def _goto(self, exits: list[tuple[int | None, Vec]], full: bool) -> None:
         """Send each edge's lanes on. From a full block, an edge that takes every lane
