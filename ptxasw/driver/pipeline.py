@@ -128,6 +128,10 @@ def default_passes() -> list[ModulePass]:
     settings = synthesis_settings(warn=True)
     if settings["synth"] == "0":
         return []
+    from ptxasw.synth.cost import NothingPaysPass, nothing_pays
+
+    if settings["profit"] == "model" and nothing_pays(settings["arch"] or None, settings["mode"]):
+        return [NothingPaysPass(settings["arch"] or None, settings["mode"])]
     from ptxasw.synth.detect import Options
     from ptxasw.synth.synthesize import ShuffleSynthesisPass
 

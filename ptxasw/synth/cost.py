@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["CALIBRATED", "Costs", "costs_for", "site_cost"]
+__all__ = ["CALIBRATED", "Costs", "NothingPaysPass", "costs_for", "nothing_pays", "site_cost"]
 
 
 @dataclass(frozen=True)
@@ -76,3 +76,34 @@ def site_cost(costs: Costs, bits: int, mode: str) -> float:
     if mode == "normal":
         cost += costs.fixup_load
     return cost
+
+
+def nothing_pays(arch: str | None, mode: str) -> bool:
+    """Whether even the cheapest shuffle (32 bits) costs at least the load it saves."""
+    costs = costs_for(arch)
+    return site_cost(costs, 32, mode) >= costs.load
+
+
+class NothingPaysPass:
+    """What the drop-in runs instead of the synthesis where no shuffle can pay:
+    it records that, and costs neither the analysis nor its imports (Z3 and
+    the emulator are most of a cold start)."""
+
+    name = "shuffle-synthesis"
+
+    def __init__(self, arch: str | None, mode: str) -> None:
+        self.arch, self.mode = arch, mode
+
+    def run(self, module: object, analyses: object = None) -> object:
+        from ptxasw.driver.pipeline import PassResult
+
+        kernels = len(getattr(module, "kernels", []))
+        cost = site_cost(costs_for(self.arch), 32, self.mode)
+        return PassResult(
+            False,
+            {
+                "kernels": kernels,
+                "unprofitable": kernels,
+                "reason": f"no shuffle pays on {self.arch or 'this target'} ({cost:.2f} warp loads for 1)",
+            },
+        )
