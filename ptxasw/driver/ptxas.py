@@ -793,8 +793,10 @@ def transform_cached(
 ) -> Outcome:
     """`transform_or_skip` through the result cache (`ptxasw.driver.cache`):
     a hit costs a hash and a read; a complete result is stored. A result is
-    complete when the pipeline ran to the end and no pass skipped anything
-    for lack of time (a later build with more time may do better)."""
+    complete when the pipeline ran to the end and no pass skipped a kernel
+    for lack of PTXASW_TIMEOUT time (a later build with more time may do
+    better). A kernel whose own analysis budget ran out is stored: it is left
+    as it was, and analysing it again would cost the same and end the same."""
     if results is None:
         return transform_or_skip(text, name, timeout, earlier)
     from ptxasw.driver.cache import CachedResult
@@ -811,7 +813,7 @@ def transform_cached(
 
 
 def _skipped_any(passes: Sequence[Any]) -> bool:
-    return any(isinstance(p, dict) and (p.get("skipped") or p.get("partial")) for p in passes)
+    return any(isinstance(p, dict) and p.get("skipped") for p in passes)
 
 
 def _cache_for(args: Sequence[Arg]) -> tuple[Any, dict[str, str]] | None:
