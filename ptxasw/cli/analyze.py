@@ -86,7 +86,7 @@ def _print_text(data: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    console = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
+    console = Console(highlight=False, emoji=False, markup=False, width=None if sys.stdout.isatty() else 200)
     table = Table(title="shuffle synthesis", show_lines=False)
     for column in ("kernel", "file", "global loads", "shuffles", "average |N|", "time (s)", "status"):
         table.add_column(column, justify="right" if column not in ("kernel", "file", "status") else "left")
@@ -104,7 +104,8 @@ def _print_text(data: dict[str, Any]) -> None:
         )
     console.print(table)
     for k in data["kernels"]:
-        console.print(f"\n[bold]{k['name']}[/bold] ({k['file']})")
+        console.print()
+        console.print(f"{k['name']} ({k['file']})", style="bold")
         for load in k["loads_detail"]:
             where = f"{Path(k['file']).name}:{load['line']}"
             source = f" [{load['source_line']}]" if load["source_line"] else ""
