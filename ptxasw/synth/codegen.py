@@ -190,10 +190,11 @@ def _address_uses(load: ir.Instruction, reg: ir.Register) -> bool:
 
 
 def _entry_anchor(fn: ir.Function) -> ir.Statement:
-    """The first statement after the body's opening declarations: code put
-    before it runs once, before any label a loop could branch back to."""
+    """The body's first instruction. Code put before it runs on entry, after
+    any label above it (``-G`` opens with ``$L__func_begin0``), so the blocks
+    stay as they were; if a loop branches back to that label, the prologue is
+    recomputed each time round, to the same values."""
     assert fn.body is not None
-    for stmt in fn.body.body:
-        if not isinstance(stmt, ir.VarDecl):
-            return stmt
+    for inst in fn.instructions():
+        return inst
     raise ValueError(f"{fn.name} has an empty body")

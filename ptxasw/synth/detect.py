@@ -120,7 +120,15 @@ class KernelPlan:
 
     @property
     def global_loads(self) -> int:
-        return sum(1 for v in self.verdicts if v.in_kernel and is_global_load(v.load))
+        return sum(
+            1
+            for v in self.verdicts
+            if v.in_kernel
+            and (
+                is_global_load(v.load)
+                or (_is_plain_load(v.load) and not (v.reason or "").startswith("unsupported access (generic"))
+            )
+        )
 
 
 def is_global_load(inst: ir.Instruction) -> bool:
@@ -153,6 +161,7 @@ class _Detector:
         self.cfg: CFG = self.executor.cfg
         self.widths = register_widths(fn)
         self._values: dict[tuple[int, int], tuple[z3.ExprRef, int | None]] = {}
+        self._global_memo: dict[int, bool] = {}
         # Where each module instruction sits in the analysed (inlined) body,
         # and on which flows it ran.
         self.index: dict[int, int] = {}
@@ -206,6 +215,9 @@ class _Detector:
                 else "not reached by the analysis"
             )
             return verdict
+        if _is_plain_load(inst) and not self._global_everywhere(inst):
+            verdict.reason = "unsupported access (generic address not shown to be global memory)"
+            return verdict
         candidates = [a for a in own if a is not inst and id(a) not in targets and self._may_source(a, inst)]
         if not candidates:
             verdict.reason = "no neighbour"
@@ -252,7 +264,9 @@ class _Detector:
 
     def _may_source(self, source: ir.Instruction, load: ir.Instruction) -> bool:
         """Structural conditions (see the module docstring) before any solving."""
-        if not is_global_load(source) or source.guard is not None:
+        if source.guard is not None:
+            return False
+        if not is_global_load(source) and not (_is_plain_load(source) and self._global_everywhere(source)):
             return False
         if isa.instruction_type(source) != isa.instruction_type(load):
             return False
@@ -264,6 +278,43 @@ class _Detector:
         if a is None or b is None:
             return False
         return self._dominates(a, b)
+
+    def _global_everywhere(self, inst: ir.Instruction) -> bool:
+        """Whether every address a generic load used points to global memory.
+
+        GCC's offload code and ``-G`` builds load through generic addresses.
+        A shuffle reads the value another thread loaded, so the address must
+        name memory the threads share: global, not a thread's ``.local``
+        stack (``-G`` reaches it through a generic ``cvta.local`` of the
+        depot). Shown here by the address's roots: a kernel parameter or a
+        value loaded from memory (a pointer), and no variable of another
+        space, no unknown per-thread value."""
+        key = id(inst)
+        hit = self._global_memo.get(key)
+        if hit is not None:
+            return hit
+        ok = True
+        for flow, j in self.occurrences.get(key, []):
+            address = flow.trace[j].address
+            if address is None or not self._points_to_global(address):
+                ok = False
+                break
+        self._global_memo[key] = ok
+        return ok
+
+    def _points_to_global(self, address: z3.ExprRef) -> bool:
+        rooted = False
+        for c in _constants((address,)):
+            name = c.decl().name()
+            if name.startswith("&"):
+                if self.executor._space_of(name[1:]) not in (".global", ".const"):
+                    return False
+                rooted = True
+            elif name.startswith("param_") and c.size() == 64:
+                rooted = True
+            elif "!" in name or name.startswith("undef."):
+                return False
+        return rooted or _loads_pointer(address)
 
     def _dominates(self, a: int, b: int) -> bool:
         ba, bb = self.cfg.block_of(a), self.cfg.block_of(b)
@@ -341,8 +392,7 @@ class _Detector:
         if hit is not None:
             return hit[1]
         point = [
-            (c, z3.BitVecVal(_sample(c.decl().name(), c.size(), k), c.size()))
-            for c in _constants((term,))
+            (c, z3.BitVecVal(_sample(c.decl().name(), c.size(), k), c.size())) for c in _constants((term,))
         ]
         value = z3.simplify(z3.substitute(term, *point)) if point else z3.simplify(term)
         result = value.as_long() if z3.is_bv_value(value) else None
@@ -366,6 +416,24 @@ def _sample(name: str, bits: int, k: int) -> int:
     if bits == 64:
         return rng.randrange(1 << 20, 1 << 40) * 256
     return rng.randrange(3, 1 << 12)
+
+
+def _loads_pointer(address: z3.ExprRef) -> bool:
+    """Whether the address contains a value loaded from global or generic
+    memory (a pointer read from a struct, GCC's offload argument block)."""
+    stack, seen = [address], set()
+    while stack:
+        node = stack.pop()
+        if node.get_id() in seen or not z3.is_app(node):
+            continue
+        seen.add(node.get_id())
+        if node.num_args() and node.decl().kind() == z3.Z3_OP_UNINTERPRETED:
+            name = node.decl().name()
+            if name.startswith(("load_global_", "load_generic_", "load_param_")):
+                return True
+            continue
+        stack.extend(node.children())
+    return False
 
 
 def _signed_bits(value: int, width: int) -> int:
@@ -396,8 +464,6 @@ def _last_before(trace: list[Access], inst: ir.Instruction, j: int) -> int | Non
 
 
 def _unsupported(inst: ir.Instruction, bits: int | None) -> str | None:
-    if _is_plain_load(inst):
-        return "unsupported access (generic address space)"
     dst = inst.operands[0] if inst.operands else None
     if isinstance(dst, ir.VectorOperand):
         return "unsupported access (vector load)"
