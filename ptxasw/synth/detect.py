@@ -20,6 +20,13 @@ equation the pair must satisfy what makes the generated code right:
 - The source stays a load: B's that become shuffles are not sources of
   later ones (the paper's rule: shuffles over shuffled values cost ILP).
 
+Two assumptions are the model's, not checked here: the code is free of data
+races (another thread's store between A and B would make the original's
+value undefined too), and lanes that meet at a ``shfl.sync`` inside a loop
+are in the same iteration of it (the executor's lane model takes iteration
+counters as warp-uniform; a lane that has left or not yet reached the loop
+body is not active there, and an incomplete warp takes the fallback load).
+
 Among the sources that qualify the smallest ``|N|`` wins (N == 0 reuses the
 register), then the nearest one. A load that gets none is reported with why.
 The no-wrap assumption of index arithmetic (`ptxasw.synth.solver`) is used
