@@ -728,9 +728,28 @@ def test_as_shim_rewrites_and_keeps_arguments(
     src.write_text(GCC_PTX)
     assert gcc_as.main(["--no-verify", "-o", "out.o", str(src)]) == 0
     argv = fake_as.calls()[0]["argv"]
-    assert argv[:3] == ["--no-verify", "-o", "out.o"] and Path(argv[3]).name == "in.s"
+    # The output is staged beside the target (renamed onto it when as succeeds).
+    assert argv[:2] == ["--no-verify", "-o"] and Path(argv[2]).name == "out.o"
+    assert Path(argv[2]).parent.name.startswith(".ptxasw-") and Path(argv[3]).name == "in.s"
     assert MARK in fake_as.calls()[0]["files"][argv[3]]
     assert src.read_text() == GCC_PTX
+    assert not list(Path.cwd().glob(".ptxasw-*"))
+
+
+def test_as_shim_stages_its_output(tmp_path: Path) -> None:
+    """What as writes lands on the target only by a rename (a killed build
+    leaves no partial object); odd command lines are left as they are."""
+    target = tmp_path / "out.o"
+    position, staging = gcc_as._stage_as_output(["--no-verify", "-o", str(target), "in.s"])
+    assert position == 2 and staging.staged.parent.parent == tmp_path
+    staging.staged.write_bytes(b"object")
+    assert not target.exists()
+    staging.commit()
+    staging.discard()
+    assert target.read_bytes() == b"object" and not list(tmp_path.glob(".ptxasw-*"))
+    assert gcc_as._stage_as_output(["-o", "a.o", "-o", "b.o", "in.s"]) is None
+    assert gcc_as._stage_as_output([f"-o{target}", "in.s"]) is None
+    assert gcc_as._stage_as_output(["in.s"]) is None
 
 
 def test_as_shim_reads_stdin(
@@ -750,7 +769,8 @@ def test_as_shim_refuses_to_lose_gcc_markers(
     src = tmp_path / "in.s"
     src.write_text(GCC_PTX)
     assert gcc_as.main(["-o", "out.o", str(src)]) == 0
-    assert fake_as.calls()[0]["argv"] == ["-o", "out.o", str(src)]
+    argv = fake_as.calls()[0]["argv"]  # the original input; the output staged beside out.o
+    assert argv[0] == "-o" and Path(argv[1]).name == "out.o" and argv[2] == str(src)
     (line,) = warnings_in(capfd.readouterr().err)
     assert "marker comments" in line and "// BEGIN" in line
 

@@ -29,6 +29,7 @@ from pathlib import Path
 from ptxasw.driver.ptxas import (
     Outcome,
     Scratch,
+    StagedOutput,
     bypass_status,
     child_env,
     conclude,
@@ -39,6 +40,7 @@ from ptxasw.driver.ptxas import (
     passthrough,
     read_stdin,
     run_transformed,
+    stage_target,
     timeout_seconds,
     transform_or_skip,
     transform_ptx,
@@ -142,6 +144,11 @@ def run_as(argv: Sequence[str], *, allow_exec: bool = False) -> int:
     changed = False
     rename: dict[str, str] = {}
     scratch = Scratch("ptxasw-as-")
+    staged = _stage_as_output(argv)
+    if staged is not None:
+        position, staging = staged
+        new_argv[position] = orig_cmd[position + 1] = str(staging.staged)
+        rename[str(staging.staged)] = argv[position]
     try:
         if from_stdin:
             orig_stdin = new_stdin = read_stdin()
@@ -179,9 +186,30 @@ def run_as(argv: Sequence[str], *, allow_exec: bool = False) -> int:
             changed=changed,
             rename=rename,
         )
+        if staged is not None and run.returncode == 0:
+            try:
+                staged[1].commit()
+            except OSError as exc:
+                why = exc.strerror or exc
+                print(f"ptxasw: error: cannot write {staged[1].target}: {why}", file=sys.stderr)
+                run.returncode = 1
     finally:
         scratch.close()
+        if staged is not None:
+            staged[1].discard()
     return conclude(record, run, outcomes, start, "nvptx-none-as")
+
+
+def _stage_as_output(argv: Sequence[str]) -> tuple[int, StagedOutput] | None:
+    """The position of the one ``-o FILE`` value and its staging, so that a
+    build killed while ``as`` writes never leaves a partial object (as the
+    ptxas wrapper does); None when there is not exactly one ``-o FILE``."""
+    outs = [i for i, a in enumerate(argv) if a == "-o"]
+    if len(outs) != 1 or outs[0] + 1 >= len(argv) or any(a.startswith("-o") and a != "-o" for a in argv):
+        return None
+    position = outs[0] + 1
+    staging = stage_target(Path(argv[position]))
+    return None if staging is None else (position, staging)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1159,7 +1159,14 @@ def stage_output(args: Sequence[Arg]) -> tuple[Arg, StagedOutput] | None:
     outs = [a for a in iter_args(args) if a.spec is not None and a.spec.long == "output-file"]
     if len(outs) != 1 or not any(a is outs[0] for a in args) or not outs[0].value:
         return None
-    target = Path(outs[0].value)
+    staged = stage_target(Path(outs[0].value))
+    return None if staged is None else (outs[0], staged)
+
+
+def stage_target(target: Path) -> StagedOutput | None:
+    """A private directory beside ``target`` to write it in (see `StagedOutput`);
+    None when the target is not a plain file of ours or its directory is not
+    writable (then the tool writes it in place, as it would without us)."""
     mode: int | None = None
     try:
         st = target.lstat()
@@ -1175,7 +1182,7 @@ def stage_output(args: Sequence[Arg]) -> tuple[Arg, StagedOutput] | None:
         private = Path(tempfile.mkdtemp(prefix=".ptxasw-", dir=target.parent))
     except OSError:
         return None
-    return outs[0], StagedOutput(target, private / target.name, mode)
+    return StagedOutput(target, private / target.name, mode)
 
 
 def read_stdin() -> bytes:
