@@ -232,7 +232,6 @@ class _Detector:
         # Guess N for every candidate on one flow (two model evaluations each),
         # then prove, smallest |N| and nearest source first, until one holds.
         flow, j = occurrences[0]
-        hypotheses = [*self.analysis.assumptions, *flow.condition]
         ranked: list[tuple[int, int, ir.Instruction]] = []
         reasons: list[str] = []
         for order, source in enumerate(candidates):
@@ -240,7 +239,7 @@ class _Detector:
             if i is None:
                 reasons.append("divergent flow (the source load is not on every path)")
                 continue
-            guess = self._guess_delta(flow, hypotheses, flow.trace[i], flow.trace[j])
+            guess = self._guess_delta(flow.trace[i], flow.trace[j])
             if isinstance(guess, str):
                 reasons.append(guess)
             else:
@@ -353,7 +352,7 @@ class _Detector:
                 return _Pair(None, "divergent flow (the source value differs between paths)")
             hypotheses = [*self.analysis.assumptions, *flow.condition]
             if delta is None:
-                guess = self._guess_delta(flow, hypotheses, a, b)
+                guess = self._guess_delta(a, b)
                 if isinstance(guess, str):
                     return _Pair(None, guess)
                 delta = guess
@@ -364,7 +363,7 @@ class _Detector:
                 assumptions.add(NO_WRAP)
         return _Pair(delta, None, tuple(sorted(assumptions)))
 
-    def _guess_delta(self, flow: Flow, hypotheses: list[z3.BoolRef], a: Access, b: Access) -> int | str:
+    def _guess_delta(self, a: Access, b: Access) -> int | str:
         """N from two random points (thread ids, block, parameters): (B's
         address - A's) / A's stride along x. Where the two disagree N depends
         on run-time values; where they agree the proof still has the last

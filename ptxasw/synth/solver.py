@@ -552,13 +552,3 @@ class Prover:
         # The terms are kept with the answer so that their ids stay theirs.
         self._cache[key] = (answer, claim, tuple(hypotheses))
         return answer
-
-    def model(self, hypotheses: Sequence[z3.BoolRef]) -> z3.ModelRef | None:
-        """A model of the hypotheses (None: unsatisfiable or too hard). Models
-        are few (two per flow) and everything else needs them: they get the
-        effort of a full second, whatever the per-query effort."""
-        s = z3.Solver()
-        s.set("rlimit", RLIMIT_PER_MS * max(self.timeout_ms, 1000))
-        s.set("timeout", 5 * max(self.timeout_ms, 1000))
-        s.add(*hypotheses)
-        return s.model() if s.check() == z3.sat else None

@@ -30,7 +30,7 @@ from ptxasw.emulator.symbolic.executor import Budget
 from ptxasw.ir import isa
 from ptxasw.ir.builder import AnalysisCache, FunctionBuilder
 from ptxasw.synth.codegen import emit_shuffles
-from ptxasw.synth.cost import costs_for, site_cost
+from ptxasw.synth.cost import costs_for, nothing_pays, site_cost
 from ptxasw.synth.detect import KernelPlan, LoadVerdict, Options, detect_kernel
 from ptxasw.synth.prove import PROVED, prove_sites
 from ptxasw.synth.solver import clear_memos
@@ -85,12 +85,6 @@ def rewrite_kernel(builder: FunctionBuilder, plan: KernelPlan, mode: str = "norm
     chosen = [v for v in plan.chosen if v.proof == PROVED]
     sites = emit_shuffles(builder, chosen, mode, plan.block_shape_known)
     return len(sites)
-
-
-def _can_pay(options: Options) -> bool:
-    """Whether the cheapest shuffle (32 bits) pays on the target at all."""
-    costs = costs_for(options.arch)
-    return site_cost(costs, 32, options.mode) < costs.load
 
 
 def _keep_paying(plan: KernelPlan, options: Options) -> None:
@@ -156,7 +150,7 @@ class ShuffleSynthesisPass(FunctionPass):
         return fn.is_kernel and (self.kernels is None or fn.name in self.kernels)
 
     def run_on_function(self, fn: ir.Function, builder: FunctionBuilder) -> dict[str, Any] | None:
-        if self.options.profit == "model" and not _can_pay(self.options):
+        if self.options.profit == "model" and nothing_pays(self.options.arch, self.options.mode):
             # No shuffle can pay on this target: the analysis would be wasted.
             return {"kernels": 1, "unprofitable": 1}
         left = self._deadline.left()
