@@ -198,3 +198,19 @@ def test_analyze_text() -> None:
     assert result.exit_code == 0, result.output
     assert "shuffle N = +1 from line 56" in result.output
     assert "delta out of range (+2)" in result.output
+
+
+def test_rewrite_report_keeps_source_lines(tmp_path: Path) -> None:
+    """The rewrite removes the loads it replaces; the report still gives their
+    CUDA lines (taken from the module before the rewrite)."""
+    fixture = json.loads((REPO / "tests" / "fixtures" / "report_stencil.json").read_text())
+    ptx = next(iter(fixture["files"].values()))["ptx"]
+    src = tmp_path / "s.ptx"
+    src.write_text(ptx)
+    report = tmp_path / "r.json"
+    args = ["rewrite", str(src), "-o", str(tmp_path / "o.ptx"), "--report", str(report)]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    loads = [d for k in json.loads(report.read_text())["kernels"] for d in k["loads_detail"]]
+    shuffled = [d for d in loads if d["status"] == "shuffle"]
+    assert shuffled and all(d["source_line"] and d["source_line"].startswith("stencil.cu:") for d in shuffled)

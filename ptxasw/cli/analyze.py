@@ -17,7 +17,7 @@ from typing import Any
 
 import click
 
-from ptxasw.cli.common import fail, name_list, synthesis_options, write_text
+from ptxasw.cli.common import check_kernels, fail, synthesis_options, write_text
 from ptxasw.errors import PtxError
 from ptxasw.parser import read_ptx
 
@@ -48,10 +48,7 @@ def analyze_command(
     plans: list[tuple[str, Any]] = []
     try:
         parsed = [(path, read_ptx(path), _text(path)) for path in sources]
-        known = {fn.name for _, m, _ in parsed for fn in m.kernels}
-        for name in kernels:
-            if name not in known:
-                raise PtxError(f"no kernel named {name} (kernels: {name_list(sorted(known))})")
+        check_kernels(sorted({fn.name for _, m, _ in parsed for fn in m.kernels}), kernels)
     except PtxError as exc:
         fail(exc)
     for path, module, text in parsed:

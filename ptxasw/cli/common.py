@@ -44,6 +44,14 @@ def name_list(names: Sequence[str], limit: int = MAX_LISTED) -> str:
     return f"{shown}, ... and {rest} more" if rest > 0 else shown
 
 
+def check_kernels(names: Sequence[str], wanted: Sequence[str]) -> None:
+    """A `PtxError` naming the first of ``wanted`` that is not among the kernels ``names``."""
+    known = set(names)
+    for name in wanted:
+        if name not in known:
+            raise PtxError(f"no kernel named {name} (kernels: {name_list(names)})")
+
+
 def synthesis_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """The options of the commands that run shuffle synthesis (rewrite, analyze)."""
     from ptxasw.synth.detect import MODES

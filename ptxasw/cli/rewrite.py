@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from ptxasw.cli.common import fail, name_list, synthesis_options, write_text
+from ptxasw.cli.common import check_kernels, fail, synthesis_options, write_text
 from ptxasw.errors import PtxError
 from ptxasw.parser import read_ptx
 
@@ -39,14 +39,14 @@ def rewrite_command(
 
     from ptxasw.ir.printer import print_module
     from ptxasw.synth.detect import Options
-    from ptxasw.synth.report import report
+    from ptxasw.synth.report import report, source_positions
     from ptxasw.synth.synthesize import ShuffleSynthesisPass
 
     try:
         if source != "-" and output != "-" and Path(output).resolve() == Path(source).resolve():
             raise PtxError(f"{output}: the output would overwrite the input")
         module = read_ptx(source)
-        _check_kernels(module, kernels)
+        check_kernels([fn.name for fn in module.kernels], kernels)
     except PtxError as exc:
         fail(exc)
     if mode != "normal":
@@ -54,6 +54,9 @@ def rewrite_command(
             f"ptxasw: warning: --mode {mode} gives wrong values at warp edges (measurement only)", err=True
         )
     options = Options(max_delta=max_delta, mode=mode, time_s=time_budget)
+    # The report's source lines come from the module as it was: the rewrite
+    # takes the replaced loads (and the .loc lines above them) out of it.
+    positions = source_positions(module) if report_path else {}
     synthesis = ShuffleSynthesisPass(options, set(kernels) or None)
     synthesis.run(module)
     for plan in synthesis.plans:
@@ -66,19 +69,11 @@ def rewrite_command(
             write_text(output, text)
         if report_path:
             original = Path(source).read_text() if source != "-" else ""
-            data = report(
-                [(source, p) for p in synthesis.plans], {source: (read_ptx(source), original)}, options
-            )
+            plans = [(source, p) for p in synthesis.plans]
+            data = report(plans, {source: (module, original)}, options, positions={source: positions})
             write_text(report_path, json.dumps(data, indent=1))
     except PtxError as exc:
         fail(exc)
-
-
-def _check_kernels(module: object, kernels: tuple[str, ...]) -> None:
-    names = [fn.name for fn in module.kernels]  # type: ignore[attr-defined]
-    for name in kernels:
-        if name not in names:
-            raise PtxError(f"no kernel named {name} (kernels: {name_list(names)})")
 
 
 def _summary(plan: object) -> str:

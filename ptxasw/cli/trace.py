@@ -39,7 +39,7 @@ from typing import Any
 
 import click
 
-from ptxasw.cli.common import name_list
+from ptxasw.cli.common import check_kernels
 from ptxasw.errors import PtxError, UnsupportedInstruction
 from ptxasw.parser import read_ptx
 
@@ -125,10 +125,7 @@ def trace_command(
         with _status(f"parsing {source}", enabled=sys.stderr.isatty()):
             module = read_ptx(source)
         names = [fn.name for fn in module.kernels]
-        known = set(names)
-        for name in kernels:
-            if name not in known:
-                raise PtxError(f"no kernel named {name} (kernels: {name_list(names)})")
+        check_kernels(names, kernels)
     except PtxError as exc:
         click.echo(f"ptxasw: error: {exc}", err=True)
         sys.exit(1)

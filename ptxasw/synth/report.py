@@ -27,7 +27,7 @@ from typing import Any
 from ptxasw import __version__, ir
 from ptxasw.synth.detect import KernelPlan, LoadVerdict, Options, Status
 
-__all__ = ["MAX_SOURCE_BYTES", "corner_lanes", "file_entry", "kernel_entry", "report"]
+__all__ = ["MAX_SOURCE_BYTES", "corner_lanes", "file_entry", "kernel_entry", "report", "source_positions"]
 
 # CUDA sources larger than this are not embedded in a report.
 MAX_SOURCE_BYTES = 4 << 20
@@ -38,16 +38,22 @@ def report(
     modules: dict[str, tuple[ir.Module, str]],
     options: Options,
     embed_sources: bool = True,
+    positions: dict[str, dict[int, tuple[str, int]]] | None = None,
 ) -> dict[str, Any]:
     """The report of ``plans`` (``(ptx path, plan)``); ``modules`` maps each
-    path to its module and PTX text."""
+    path to its module and PTX text. ``positions``: each path's
+    `source_positions`, when taken before a rewrite changed the module."""
+    positions = positions or {}
     return {
         "tool": f"ptxasw {__version__}",
         "options": {"mode": options.mode, "max_delta": options.max_delta},
         "files": {
             path: file_entry(path, module, text, embed_sources) for path, (module, text) in modules.items()
         },
-        "kernels": [kernel_entry(path, plan, modules[path][0], modules[path][1]) for path, plan in plans],
+        "kernels": [
+            kernel_entry(path, plan, modules[path][0], modules[path][1], positions.get(path))
+            for path, plan in plans
+        ],
     }
 
 
@@ -59,9 +65,15 @@ def file_entry(path: str, module: ir.Module, text: str, embed_sources: bool = Tr
     return {"ptx": text, "sources": sources}
 
 
-def kernel_entry(path: str, plan: KernelPlan, module: ir.Module, text: str) -> dict[str, Any]:
+def kernel_entry(
+    path: str,
+    plan: KernelPlan,
+    module: ir.Module,
+    text: str,
+    positions: dict[int, tuple[str, int]] | None = None,
+) -> dict[str, Any]:
     lines = text.splitlines()
-    positions = _source_positions(module)
+    positions = source_positions(module) if positions is None else positions
     rewritten = [v for v in plan.verdicts if v.rewritten]
     deltas = [abs(v.delta) for v in rewritten if v.delta is not None]
     sources: dict[int, int] = {}
@@ -136,7 +148,7 @@ def _reason(reason: str | None, serves: int) -> str | None:
     return f"kept: the source of {serves} shuffle{plural} (itself: {reason})"
 
 
-def _source_positions(module: ir.Module) -> dict[int, tuple[str, int]]:
+def source_positions(module: ir.Module) -> dict[int, tuple[str, int]]:
     """Instruction identity -> (source file, line) of the ``.loc`` above it."""
     files = {item.index: item.path for item in module.items if isinstance(item, ir.FileDirective)}
     out: dict[int, tuple[str, int]] = {}
