@@ -816,13 +816,12 @@ def _skipped_any(passes: Sequence[Any]) -> bool:
     return any(isinstance(p, dict) and p.get("skipped") for p in passes)
 
 
-def _cache_for(args: Sequence[Arg]) -> tuple[Any, dict[str, str]] | None:
+def _result_cache() -> tuple[Any, dict[str, str]] | None:
     """The result cache and this run's key context (target, settings,
     pipeline); None when the cache is off or a custom pipeline runs."""
     from ptxasw.driver import settings
     from ptxasw.driver.cache import ResultCache, cache_dir
 
-    settings.TARGET_ARCH = target_arch(args)
     directory = cache_dir()
     if directory is None or os.environ.get(ENV_PIPELINE):
         return None
@@ -1278,7 +1277,11 @@ def run_wrapper(argv: Sequence[str], *, allow_exec: bool = False) -> int:
         return passthrough([str(real), *argv], env, record, start, allow_exec=allow_exec)
 
     timeout = timeout_seconds()
-    results = _cache_for(args)
+    # The pipeline (forked from here) decides per target whether a shuffle pays.
+    from ptxasw.driver import settings
+
+    settings.TARGET_ARCH = target_arch(args)
+    results = _result_cache()
     replace: dict[int, str] = {}
     rename: dict[str, str] = {}
     lines: dict[str, LineMap] = {}
