@@ -625,3 +625,14 @@ def test_shared_subterms_in_a_trace_are_named_and_mean_the_same() -> None:
             shared = access[key].replace("load(param_out)", "out")
             definitions = [(k, v.replace("load(param_out)", "out")) for k, v in terms.items()]
             assert evaluate(shared, env, definitions).value == evaluate(unshared, env).value
+
+
+def test_conditional_of_two_constants_says_their_width() -> None:
+    """Hypothesis found ``concat((c ? 0x3 : 0x0), ...)``: inside a concat
+    nothing gave the two constants a width, so the text was ambiguous."""
+    a8 = z3.BitVec("a8", 8)
+    x = z3.Concat(z3.If(z3.ULT(a8, 3), z3.BitVecVal(0, 1), z3.BitVecVal(1, 1)), z3.Extract(2, 0, a8))
+    top = z3.Extract(3, 3, x)
+    term = z3.Concat(top, top, top, top, x)
+    for value in (0, 2, 3, 200):
+        _check(term, {a8: value})

@@ -498,7 +498,8 @@ def _fp_name(op: FpOp, widths: tuple[int, ...]) -> str:
 # operators carry a ``u`` (``<u``, ``/u``, ``>>u``); plain ``<``, ``/``, ``>>``
 # are signed. Constants are hex, negative when their top bit is set; inside
 # ``concat`` (where nothing else gives their width) they are sized as in
-# Verilog, ``7'h7f``. A comparison used as a value is the 1-bit 0 or 1. A
+# Verilog, ``7'h7f``, and so are the two constants of a conditional
+# (``c ? 2'h3 : 2'h0``). A comparison used as a value is the 1-bit 0 or 1. A
 # rendering never builds Z3 terms (temporaries would be collected and their
 # ids reused under a cache keyed by id), and every cache entry keeps its term
 # alive for the same reason.
@@ -682,6 +683,8 @@ class Printer:
                     return self.ref(c)
                 if pair == (0, 1):
                     return self.negated(c)
+            if z3.is_bv_value(a) and z3.is_bv_value(b):  # nothing else says their width
+                return f"({self.ref(c)} ? {_sized(a)} : {_sized(b)})"
             return f"({self.ref(c)} ? {self.ref(a)} : {self.ref(b)})"
         if kind == z3.Z3_OP_NOT:
             return self.negated(args[0])
@@ -764,7 +767,7 @@ class Printer:
             return self._sext_group(group)
         part = group[1]
         if z3.is_bv_value(part):  # nothing else says its width: Verilog's 7'h7f
-            return f"{part.size()}'h{part.as_long():x}"
+            return _sized(part)
         return self.ref(part)
 
     def _sext_group(self, group: tuple[int, z3.ExprRef, int]) -> str:
@@ -965,3 +968,8 @@ _BINOPS = {
     z3.Z3_OP_SGT: ">",
     z3.Z3_OP_SGEQ: ">=",
 }
+
+
+def _sized(value: z3.BitVecNumRef) -> str:
+    """A constant with its width, Verilog's ``7'h7f``: where no operand gives it."""
+    return f"{value.size()}'h{value.as_long():x}"
