@@ -24,7 +24,7 @@ from ptxasw.errors import PtxError
 @click.option("--kernel", "-k", help="Kernel to lift (default: the module's only kernel).")
 @click.option(
     "--target",
-    type=click.Choice(["infreg", "llvm"]),
+    type=click.Choice(["infreg", "llvm", "avx512", "ve"]),
     default="infreg",
     show_default=True,
     help="What to emit.",

@@ -155,10 +155,11 @@ def parse_arg(text: str) -> ArgSpec:
 )
 @click.option(
     "--engine",
-    type=click.Choice(["interp", "llvm"]),
+    type=click.Choice(["interp", "llvm", "avx512", "ve-emulated"]),
     default="interp",
     show_default=True,
-    help="interp: the reference interpreter; llvm: lifted to LLVM (one-warp blocks) and run natively.",
+    help="interp: the reference interpreter; llvm, avx512, ve-emulated: lifted (ptxasw lift) "
+    "and run natively (ve-emulated: the VE module with its intrinsics defined for this host).",
 )
 def run_command(
     source: str,
@@ -213,13 +214,13 @@ def _run(
     out = Path(outdir)
     if any(isinstance(s.value, np.ndarray) for s in specs):
         _make_outdir(out)  # before the run: a long run must not end in "cannot write"
-    if engine == "llvm":
+    if engine != "interp":
         from ptxasw.pirch_bridge.runtime import run_lifted
 
-        lifted = run_lifted(module, kernel, g, b, [s.value for s in specs], shared_bytes)
+        lifted = run_lifted(module, kernel, g, b, [s.value for s in specs], shared_bytes, engine=engine)
         _save(specs, lifted.buffers, out)
         click.echo(
-            f"ran {kernel} grid {g} block {b} lifted to LLVM: {lifted.seconds:.3f} s "
+            f"ran {kernel} grid {g} block {b} lifted ({engine}): {lifted.seconds:.3f} s "
             f"(compiling {lifted.compile_seconds:.3f} s)",
             err=True,
         )

@@ -39,6 +39,9 @@ class Compiled:
             raise KeyError(f"no function {name} in the compiled module")
         return addr
 
+    def global_address(self, name: str) -> int:
+        return self.engine.get_global_value_address(name)
+
 
 def _init() -> None:
     global _initialised

@@ -22,16 +22,20 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 
 from ptxasw import ir
 from ptxasw.emulator.concrete.variables import encode_scalar
 from ptxasw.errors import PtxError
-from ptxasw.pirch_bridge.jit import Compiled, compile_ir
+from ptxasw.pirch_bridge.jit import compile_ir
 from ptxasw.pirch_bridge.lift import LiftedKernel, lift_kernel
 
-__all__ = ["LiftedLaunch", "compile_lifted", "launch_lifted", "run_lifted"]
+__all__ = ["ENGINES", "LiftedLaunch", "Loaded", "compile_lifted", "launch_lifted", "run_lifted"]
+
+#: ``ptxasw run --engine`` names of the lifted engines, and the back end that builds each.
+ENGINES = ("llvm", "avx512", "ve-emulated")
 
 _RANGE_FN = ctypes.CFUNCTYPE(
     None,
@@ -58,9 +62,31 @@ class LiftedLaunch:
     printf: list[str] = field(default_factory=list)
 
 
-def compile_lifted(lifted: LiftedKernel) -> Compiled:
-    """The lifted module compiled for this host (cached by its IR text)."""
-    return compile_ir(lifted.ir_text)
+class Loaded(Protocol):
+    """A lifted kernel compiled and loaded into this process, whatever built it.
+
+    The entry ``KERNEL.range`` has the signature of `_RANGE_FN`; module
+    variables (``.global``/``.const`` with initial values) are found by name
+    so each launch can reset them."""
+
+    def address(self, name: str) -> int: ...
+
+    def global_address(self, name: str) -> int: ...
+
+
+def compile_lifted(lifted: LiftedKernel, engine: str = "llvm") -> Loaded:
+    """The lifted kernel built by ``engine`` (`ENGINES`) for this host, cached by content."""
+    if engine == "llvm":
+        return compile_ir(lifted.ir_text)
+    if engine == "avx512":
+        from ptxasw.pirch_bridge.backends.avx512 import load
+
+        return load(lifted)
+    if engine == "ve-emulated":
+        from ptxasw.pirch_bridge.backends.ve import load_emulated
+
+        return load_emulated(lifted)
+    raise PtxError(f"unknown engine {engine!r} (use one of {', '.join(ENGINES)})")
 
 
 def _dims(value: Sequence[int] | int, what: str) -> tuple[int, int, int]:
@@ -126,8 +152,10 @@ def launch_lifted(
     shared_bytes: int = 0,
     *,
     threads: int | None = None,
+    engine: str = "llvm",
 ) -> LiftedLaunch:
-    """Run a lifted kernel over ``grid`` blocks of ``block`` (its `LiftedKernel.block`) threads."""
+    """Run a lifted kernel over ``grid`` blocks of ``block`` (its `LiftedKernel.block`) threads,
+    built by ``engine`` (`ENGINES`)."""
     g = _dims(grid, "grid")
     blk = _dims(block, "block")
     if blk != lifted.block:
@@ -135,7 +163,7 @@ def launch_lifted(
     if shared_bytes and not lifted.dynamic_shared:
         shared_bytes = 0  # the interpreter also accepts dynamic shared memory nobody declares
     started = time.perf_counter()
-    compiled = compile_lifted(lifted)
+    compiled = compile_lifted(lifted, engine)
     compiled_at = time.perf_counter()
     raw, copies = _encode(lifted, args)
     params = (ctypes.c_uint8 * max(len(raw), 1)).from_buffer(raw)
@@ -145,7 +173,7 @@ def launch_lifted(
     nthreads = max(1, min(threads or os.cpu_count() or 1, chunks))
     fn = _RANGE_FN(compiled.address(f"{lifted.function}.range"))
     for name, data in lifted.variables.items():  # every launch starts from the initial values
-        ctypes.memmove(compiled.engine.get_global_value_address(name), data, len(data))
+        ctypes.memmove(compiled.global_address(name), data, len(data))
     windows = [np.zeros(max(stride * pack, 16), dtype=np.uint8) for _ in range(nthreads)]
     bounds = [chunks * t // nthreads for t in range(nthreads + 1)]
 
@@ -184,13 +212,15 @@ def run_lifted(
     *,
     wg_pack: int | None = None,
     threads: int | None = None,
+    engine: str = "llvm",
 ) -> LiftedLaunch:
-    """Lift ``kernel`` for the launch's block shape and run it (the ``--engine llvm`` path).
+    """Lift ``kernel`` for the launch's block shape and run it with ``engine``
+    (the ``ptxasw run --engine`` path).
 
     ``wg_pack`` (blocks per call) defaults to enough blocks to fill 16 lanes
     (one AVX-512 vector of 32-bit values)."""
     blk = _dims(block, "block")
-    threads = blk[0] * blk[1] * blk[2]
-    pack = wg_pack if wg_pack is not None else max(1, 16 // threads)
+    per_block = blk[0] * blk[1] * blk[2]
+    pack = wg_pack if wg_pack is not None else max(1, 16 // per_block)
     lifted = lift_kernel(module, kernel, wg_pack=pack, block=blk)
-    return launch_lifted(lifted, grid, blk, args, shared_bytes, threads=threads)
+    return launch_lifted(lifted, grid, blk, args, shared_bytes, threads=threads, engine=engine)
