@@ -258,6 +258,8 @@ class LiftMachine:
         b.branch(done_bb)
 
         b.position_at_end(other_bb)
+        if d.wg_pack > 1:  # each work group's lanes consecutive: one vector access per group
+            results += self._segmented(addrs, nbytes, mask, value, done_bb)
         ptrs = b.inttoptr(addrs.value, ll.VectorType(elem_p, d.lanes))
         if value is None:
             same = _all(b, d.eq(addrs, d.splat(first, 64)).value, d.lanes)
@@ -284,6 +286,54 @@ class LiftMachine:
         for v, block in results:
             phi.add_incoming(v, block)
         return Vec(phi, width)
+
+    def _segmented(
+        self, addrs: Vec, nbytes: int, mask: Vec, value: Vec | None, done_bb: ll.Block
+    ) -> list[tuple[ll.Value, ll.Block]]:
+        """When every work group of the pack accesses consecutive addresses (each from
+        its own base, as a batched kernel's items do), one vector access per group,
+        and on to ``done_bb``; the builder is left where the other cases continue."""
+        d, b = self.dom, self.b
+        size, pack, lanes = d.wg_size, d.wg_pack, d.lanes
+        width = nbytes * 8
+        starts = ll.Constant(ll.VectorType(ll.IntType(32), lanes), [i // size * size for i in range(lanes)])
+        first = Vec(b.shuffle_vector(addrs.value, ll.Constant(addrs.value.type, ll.Undefined), starts), 64)
+        offsets = d._const_lanes([i % size * nbytes for i in range(lanes)], 64)
+        segmented = _all(b, d.eq(addrs, d.add(first, offsets)).value, lanes)
+        fn = b.function
+        seg_bb = fn.append_basic_block("segmented")
+        rest_bb = fn.append_basic_block("scattered.rest")
+        b.cbranch(segmented, seg_bb, rest_bb)
+
+        b.position_at_end(seg_bb)
+        part_t = ll.VectorType(ll.IntType(width), size)
+        suffix = f"v{size}i{width}"
+        align = ll.Constant(ll.IntType(32), nbytes)
+        result: ll.Value = ll.Constant(d.vtype(width), None)
+        for g in range(pack):
+            lanes_g = _lane_range(g * size, size)
+            ptr = b.inttoptr(
+                b.extract_element(addrs.value, ll.Constant(ll.IntType(32), g * size)), part_t.as_pointer()
+            )
+            mask_g = b.shuffle_vector(mask.value, ll.Constant(mask.value.type, ll.Undefined), lanes_g)
+            if value is None:
+                part = d.call(
+                    f"llvm.masked.load.{suffix}.p0{suffix}",
+                    [ptr, align, mask_g, ll.Constant(part_t, None)],
+                    part_t,
+                )
+                wide = b.shuffle_vector(
+                    part, ll.Constant(part_t, ll.Undefined), _widen(g * size, size, lanes)
+                )
+                pick = [lanes + i if g * size <= i < (g + 1) * size else i for i in range(lanes)]
+                result = b.shuffle_vector(result, wide, _lane_list(pick))
+            else:
+                part = b.shuffle_vector(value.value, ll.Constant(value.value.type, ll.Undefined), lanes_g)
+                d.call(f"llvm.masked.store.{suffix}.p0{suffix}", [part, ptr, align, mask_g], ll.VoidType())
+        done = [(result, b.block)] if value is None else []
+        b.branch(done_bb)
+        b.position_at_end(rest_bb)
+        return done
 
     def atomic(
         self,
@@ -403,6 +453,21 @@ class LiftMachine:
 
 def _key(reg: ir.Register) -> str:
     return reg.name if reg.selector is None else f"{reg.name}.{reg.selector}"
+
+
+def _lane_list(lanes: list[int]) -> ll.Constant:
+    return ll.Constant(ll.VectorType(ll.IntType(32), len(lanes)), lanes)
+
+
+def _lane_range(start: int, count: int) -> ll.Constant:
+    """A shuffle mask picking lanes ``start .. start+count-1``."""
+    return _lane_list(list(range(start, start + count)))
+
+
+def _widen(start: int, count: int, lanes: int) -> ll.Constant:
+    """A shuffle mask placing a ``count``-lane vector at lane ``start`` of ``lanes``
+    (the other lanes take its lane 0; the caller overwrites them)."""
+    return _lane_list([i - start if start <= i < start + count else 0 for i in range(lanes)])
 
 
 def _any(b: ll.IRBuilder, bits: ll.Value, lanes: int) -> ll.Value:

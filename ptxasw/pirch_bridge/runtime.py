@@ -98,9 +98,10 @@ def _dims(value: Sequence[int] | int, what: str) -> tuple[int, int, int]:
 
 
 def _encode(
-    lifted: LiftedKernel, args: Sequence[object]
+    lifted: LiftedKernel, args: Sequence[object], inplace: bool = False
 ) -> tuple[bytearray, list[tuple[int, np.ndarray, np.ndarray]]]:
-    """The parameter bytes; arrays are copied to buffers the kernel gets the address of."""
+    """The parameter bytes; arrays are copied to buffers the kernel gets the address of
+    (``inplace``: writable C-contiguous arrays are used as they are)."""
     fn = lifted.kernel
     if len(args) != len(fn.params):
         raise PtxError(f"kernel {fn.name} takes {len(fn.params)} parameters, got {len(args)} arguments")
@@ -115,7 +116,9 @@ def _encode(
                     f"parameter {i} ({spec.name}, {spec.type}) is not a 64-bit pointer, got an array"
                 )
             buf = by_id.get(id(arg))
-            if buf is None:  # the same array twice: one buffer, as the interpreter aliases it
+            if buf is None and inplace and _usable_in_place(arg):
+                buf = by_id[id(arg)] = arg
+            elif buf is None:  # the same array twice: one buffer, as the interpreter aliases it
                 buf = by_id[id(arg)] = np.array(arg, copy=True, order="C")
             copies.append((i, arg, buf))
             encoded = int(buf.ctypes.data).to_bytes(8, "little")
@@ -140,6 +143,13 @@ def _encode(
     return raw, copies
 
 
+def _usable_in_place(arr: np.ndarray) -> bool:
+    """Whether the kernel may work on ``arr``'s own memory: the layout it assumes, and
+    writable (a read-only array may be a mapped file the kernel must not write)."""
+    flags = arr.flags
+    return bool(flags.c_contiguous and flags.aligned and flags.writeable and arr.dtype.isnative)
+
+
 def _is_float(spec: ir.ParamSpec) -> bool:
     return spec.type.startswith((".f", ".bf"))
 
@@ -153,9 +163,15 @@ def launch_lifted(
     *,
     threads: int | None = None,
     engine: str = "llvm",
+    inplace: bool = False,
 ) -> LiftedLaunch:
     """Run a lifted kernel over ``grid`` blocks of ``block`` (its `LiftedKernel.block`) threads,
-    built by ``engine`` (`ENGINES`)."""
+    built by ``engine`` (`ENGINES`).
+
+    By default every array is copied in and out, as the interpreter does, so
+    the two engines compare on equal terms. ``inplace=True`` is how a program
+    uses a native kernel: writable C-contiguous arrays are the kernel's memory
+    (no copies; ``buffers`` holds the arrays themselves), others are copied."""
     g = _dims(grid, "grid")
     blk = _dims(block, "block")
     if blk != lifted.block:
@@ -165,7 +181,7 @@ def launch_lifted(
     started = time.perf_counter()
     compiled = compile_lifted(lifted, engine)
     compiled_at = time.perf_counter()
-    raw, copies = _encode(lifted, args)
+    raw, copies = _encode(lifted, args, inplace)
     params = (ctypes.c_uint8 * max(len(raw), 1)).from_buffer(raw)
     stride = (lifted.shared_size + shared_bytes + 15) // 16 * 16
     pack = lifted.wg_pack
@@ -190,8 +206,8 @@ def launch_lifted(
     kernel_end = time.perf_counter()
     buffers: list[np.ndarray | None] = [None] * len(args)
     for i, arr, buf in copies:
-        buffers[i] = buf  # our private copy: the caller's array is not aliased
-        if arr.flags.writeable:
+        buffers[i] = buf  # our private copy (or, in place, the array itself)
+        if buf is not arr and arr.flags.writeable:
             arr[...] = buf
     done = time.perf_counter()
     return LiftedLaunch(
@@ -213,6 +229,7 @@ def run_lifted(
     wg_pack: int | None = None,
     threads: int | None = None,
     engine: str = "llvm",
+    inplace: bool = False,
 ) -> LiftedLaunch:
     """Lift ``kernel`` for the launch's block shape and run it with ``engine``
     (the ``ptxasw run --engine`` path).
@@ -223,4 +240,6 @@ def run_lifted(
     per_block = blk[0] * blk[1] * blk[2]
     pack = wg_pack if wg_pack is not None else max(1, 16 // per_block)
     lifted = lift_kernel(module, kernel, wg_pack=pack, block=blk)
-    return launch_lifted(lifted, grid, blk, args, shared_bytes, threads=threads, engine=engine)
+    return launch_lifted(
+        lifted, grid, blk, args, shared_bytes, threads=threads, engine=engine, inplace=inplace
+    )
