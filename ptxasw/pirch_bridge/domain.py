@@ -35,7 +35,7 @@ they are never emitted approximately.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -615,11 +615,33 @@ class _FloatEmitter:
     def nan64(self, result: ir.Value, operands: list[ir.Value]) -> Vec:
         """x86's (and so NumPy's) NaN rule: the first NaN operand quietened, else
         the default NaN; LLVM itself leaves the payload open."""
+        return self.unless_nan(result, lambda: self._nan_rule(result, operands))
+
+    def _nan_rule(self, result: ir.Value, operands: list[ir.Value]) -> Vec:
         d = self.d
         out = d.ite(Vec(self.isnan(result), 1), d.const(_F64_DEFAULT_NAN, 64), d.from_float(result, 64))
         for x in reversed(operands):
             out = d.ite(Vec(self.isnan(x), 1), self.quiet64(x), out)
         return out
+
+    def unless_nan(self, result: ir.Value, exact: Callable[[], Vec]) -> Vec:
+        """``result``'s bits, or ``exact()`` when some lane of it is NaN.
+
+        Which NaN comes out is a dozen vector operations per ``.f64`` operation,
+        and NaNs are rare: the rule runs in a cold block, entered only when a
+        lane's result is NaN (then ``exact()`` gives every lane's bits)."""
+        d, b = self.d, self.b
+        fast = d.from_float(result, 64)
+        lanes = ir.IntType(d.lanes)
+        some = b.icmp_unsigned("!=", b.bitcast(self.isnan(result), lanes), ir.Constant(lanes, 0))
+        before = b.block
+        with b.if_then(some, likely=False):
+            slow = exact()
+            slow_block = b.block
+        merged = b.phi(fast.value.type)
+        merged.add_incoming(fast.value, before)
+        merged.add_incoming(slow.value, slow_block)
+        return Vec(merged, 64)
 
     def to_odd(self, s: ir.Value, direction: ir.Value) -> ir.Value:
         """Round to odd: ``s`` is RN of a value lying ``direction`` (sign) of it."""
@@ -682,17 +704,7 @@ class _FloatEmitter:
         x, y, z = xs
         if self.width == 64:
             r = self.call("llvm.fma", [x, y, z])
-            product = b.fmul(x, y)  # NaN only for 0*inf or a NaN factor
-            out = self.nan64(r, [z])
-            d = self.d
-            out = d.ite(
-                Vec(b.and_(self.isnan(product), b.not_(b.or_(self.isnan(x), self.isnan(y)))), 1),
-                d.const(_F64_DEFAULT_NAN, 64),
-                out,
-            )
-            for v in (y, x):
-                out = d.ite(Vec(self.isnan(v), 1), self.quiet64(v), out)
-            return out
+            return self.unless_nan(r, lambda: self._fma_nan_rule(r, x, y, z))
         if not self.op.ftz:
             return self.canonical32(self.call("llvm.fma", [x, y, z]))
         p = b.fmul(self.widen(x), self.widen(y))  # exact
@@ -700,6 +712,21 @@ class _FloatEmitter:
         return self.finish32(self.to_odd(s, err))
 
     op_mad = op_fma
+
+    def _fma_nan_rule(self, r: ir.Value, x: ir.Value, y: ir.Value, z: ir.Value) -> Vec:
+        """x86's NaN of ``fma(x, y, z)``: a NaN factor, else the default NaN for an
+        invalid product (0 * inf), else ``z`` or the default NaN as for an add."""
+        d, b = self.d, self.b
+        product = b.fmul(x, y)  # NaN only for 0*inf or a NaN factor
+        out = self._nan_rule(r, [z])
+        out = d.ite(
+            Vec(b.and_(self.isnan(product), b.not_(b.or_(self.isnan(x), self.isnan(y)))), 1),
+            d.const(_F64_DEFAULT_NAN, 64),
+            out,
+        )
+        for v in (y, x):
+            out = d.ite(Vec(self.isnan(v), 1), self.quiet64(v), out)
+        return out
 
     def op_div(self, xs: list[ir.Value]) -> Vec:
         b = self.b
