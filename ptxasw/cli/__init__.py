@@ -33,6 +33,7 @@ class LazyGroup(click.Group):
         "run": "ptxasw.cli.run:run_command",
         "toolkit": "ptxasw.cli.toolkit:toolkit_group",
         "trace": "ptxasw.cli.trace:trace_command",
+        "tune": "ptxasw.cli.tune:tune_command",
     }
 
     def list_commands(self, ctx: click.Context) -> list[str]:

@@ -131,7 +131,10 @@ def default_passes() -> list[ModulePass]:
     from ptxasw.synth.cost import NothingPaysPass, nothing_pays
 
     if settings["profit"] == "model" and nothing_pays(settings["arch"] or None, settings["mode"]):
-        return [NothingPaysPass(settings["arch"] or None, settings["mode"])]
+        from ptxasw.driver.tuning import store_state
+
+        if not store_state(settings["arch"]):  # no verdict of ``ptxasw tune`` can override the model
+            return [NothingPaysPass(settings["arch"] or None, settings["mode"])]
     from ptxasw.synth.detect import Options
     from ptxasw.synth.synthesize import ShuffleSynthesisPass
 

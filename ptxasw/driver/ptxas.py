@@ -821,11 +821,15 @@ def _result_cache() -> tuple[Any, dict[str, str]] | None:
     pipeline); None when the cache is off or a custom pipeline runs."""
     from ptxasw.driver import settings
     from ptxasw.driver.cache import ResultCache, cache_dir
+    from ptxasw.driver.tuning import store_state
 
     directory = cache_dir()
     if directory is None or os.environ.get(ENV_PIPELINE):
         return None
-    return ResultCache(directory), settings.synthesis_settings()
+    context = settings.synthesis_settings()
+    # A new verdict of ``ptxasw tune`` for the target must not be hidden by an older result.
+    context["tune"] = store_state(context["arch"])
+    return ResultCache(directory), context
 
 
 def target_arch(args: Iterable[Arg]) -> str | None:

@@ -29,6 +29,7 @@ from ptxasw.driver.pipeline import FunctionPass, PassResult
 from ptxasw.emulator.symbolic.executor import Budget
 from ptxasw.ir import isa
 from ptxasw.ir.builder import AnalysisCache, FunctionBuilder
+from ptxasw.synth import tuned
 from ptxasw.synth.codegen import emit_shuffles
 from ptxasw.synth.cost import costs_for, nothing_pays, site_cost
 from ptxasw.synth.detect import KernelPlan, LoadVerdict, Options, detect_kernel
@@ -150,7 +151,10 @@ class ShuffleSynthesisPass(FunctionPass):
         return fn.is_kernel and (self.kernels is None or fn.name in self.kernels)
 
     def run_on_function(self, fn: ir.Function, builder: FunctionBuilder) -> dict[str, Any] | None:
-        if self.options.profit == "model" and nothing_pays(self.options.arch, self.options.mode):
+        model = self.options.profit == "model"
+        # A verdict measured by ``ptxasw tune`` overrides the cost model (`ptxasw.synth.tuned`).
+        measured = tuned.lookup(self._module, fn, self.options) if model else None
+        if measured is None and model and nothing_pays(self.options.arch, self.options.mode):
             # No shuffle can pay on this target: the analysis would be wasted.
             return {"kernels": 1, "unprofitable": 1}
         left = self._deadline.left()
@@ -158,13 +162,22 @@ class ShuffleSynthesisPass(FunctionPass):
         time_s = self.options.time_s if math.isinf(left) else max(0.05, min(self.options.time_s, left / 3))
         options = dataclasses.replace(self.options, time_s=time_s)
         plan = plan_kernel(self._module, fn, options)
-        if self.options.profit == "model":
+        applied = measured is not None and tuned.apply_verdict(measured, self._module, fn, plan)
+        if model and not applied:
             _keep_paying(plan, self.options)
         self.plans.append(plan)
         shuffles = rewrite_kernel(builder, plan, self.options.mode) if self.apply else len(plan.chosen)
+        # The record says why: "tuned" (and "tuned_shuffle"/"tuned_original": a verdict
+        # applied) or "tune_stale" (a verdict measured another rewrite: the model decided).
+        tuning: dict[str, Any] = {}
+        if applied:
+            tuning = {"tuned": 1, f"tuned_{measured.choice}": 1}  # type: ignore[union-attr]
+        elif measured is not None:
+            tuning = {"tune_stale": 1}
         return {
             "kernels": 1,
             "loads": plan.global_loads,
             "shuffles": shuffles,
             "partial": 0 if plan.analysis.complete else 1,
+            **tuning,
         }
