@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import types
@@ -344,3 +345,17 @@ def test_store_ignores_bad_entries(tmp_path: Path) -> None:
     assert tuning.tune_dir({"PTXASW_TUNE_DIR": "off"}) is None
     assert tuning.tune_dir({"PTXASW_CACHE_DIR": "off", "XDG_CACHE_HOME": "/x"}) == Path("/x/ptxasw/tune")
     assert tuning.tune_dir({"PTXASW_CACHE_DIR": "/c"}) == Path("/c/tune")
+
+
+@needs_ptxas
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+def test_tune_suite_dry_run(tmp_path: Path) -> None:
+    """benchmarks/tune_suite.py end to end on the CPU: a suite kernel's verdict is the
+    one the drop-in's pipeline then applies (tune and drop-in hash the same texts)."""
+    from benchmarks import tune_suite
+
+    out = tmp_path / "suite.json"
+    assert tune_suite.main(["--dry-run", "--kernels", "jacobi", "--runs", "1", "--json", str(out)]) == 0
+    (row,) = json.loads(out.read_text())["rows"]
+    assert row["shuffles"] == 6 and row["verdict"] in ("shuffle", "original") and row["dropin_tuned"]
+    assert row["dropin_shuffles"] == (6 if row["verdict"] == "shuffle" else 0)

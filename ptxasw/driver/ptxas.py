@@ -42,6 +42,7 @@ Environment:
 ``PTXASW_PIPELINE``    ``module:function`` to run instead of
                        ``ptxasw.driver.pipeline:run_pipeline`` (tests, experiments).
 ``PTXASW_CACHE_DIR``   the result cache (`ptxasw.driver.cache`; ``off`` disables it).
+``PTXASW_TUNE_DIR``    the verdicts of ``ptxasw tune`` (`ptxasw.driver.tuning`; ``off``: none apply).
 ``PTXASW_MODE``, ``PTXASW_MAX_DELTA``, ``PTXASW_SYNTH``, ``PTXASW_UNSAFE``: the
                        synthesis settings (`ptxasw.driver.settings`).
 """
