@@ -211,7 +211,9 @@ def _print_table(header: dict, rows: list) -> None:
 
     table = Table(title=f"ptxasw tune: {header['file']} on {header['device']} ({header['arch']})")
     for column in ("kernel", "shuffles", "original ms", "shuffle ms", "speed-up", "verdict"):
-        table.add_column(column, justify="left" if column in ("kernel", "verdict") else "right")
+        left = column in ("kernel", "verdict")
+        # Mangled names are long: wrap them rather than cut them on a narrow terminal.
+        table.add_column(column, justify="left" if left else "right", overflow="fold" if left else "ellipsis")
     for r in rows:
         table.add_row(
             r.kernel,
