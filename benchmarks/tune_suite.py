@@ -31,7 +31,7 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -102,9 +102,17 @@ def dropin_decision(text: str, name: str, tune_dir: Path) -> dict[str, Any]:
 
 
 def tune_suite(
-    names: Sequence[str], size: str, runs: int, warmup: int, margin: float, tune_dir: Path, dry: bool
+    names: Sequence[str],
+    size: str,
+    runs: int,
+    warmup: int,
+    margin: float,
+    tune_dir: Path,
+    dry: bool,
+    checkpoint: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
-    """Tune every kernel of ``names``; one row each (printed as it is done)."""
+    """Tune every kernel of ``names``; one row each (printed as it is done).
+    ``checkpoint`` gets the result so far after each kernel (a time limit keeps them)."""
     from ptxasw.driver import tuning
     from ptxasw.driver.ptxas import find_real_ptxas
     from ptxasw.parser import parse_ptx
@@ -143,9 +151,15 @@ def tune_suite(
         print(_line(row), flush=True)
         if r.error:
             print(f"tune_suite: error: {r.error}", file=sys.stderr, flush=True)
+        if checkpoint is not None:
+            checkpoint(_result(device.name, size, runs, margin, dry, rows))
+    return _result(device.name, size, runs, margin, dry, rows)
+
+
+def _result(device: str, size: str, runs: int, margin: float, dry: bool, rows: list[dict]) -> dict[str, Any]:
     finals = [r["final_speedup"] for r in rows if r["final_speedup"]]
     return {
-        "device": device.name,
+        "device": device,
         "arch": ARCH,
         "size": "ci" if dry else size,
         "runs": runs,
@@ -206,8 +220,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         tune_dir = Path(tempfile.mkdtemp(prefix="ptxasw-tune-dry-"))
     else:
         tune_dir = ns.tune_dir or tuning.tune_dir() or Path(tempfile.mkdtemp(prefix="ptxasw-tune-"))
+
+    def save(result: dict[str, Any]) -> None:
+        if ns.json_out:
+            ns.json_out.parent.mkdir(parents=True, exist_ok=True)
+            ns.json_out.write_text(json.dumps(result, indent=1) + "\n")
+
     try:
-        result = tune_suite(names, ns.size, ns.runs, ns.warmup, ns.margin, tune_dir, ns.dry_run)
+        result = tune_suite(names, ns.size, ns.runs, ns.warmup, ns.margin, tune_dir, ns.dry_run, save)
     except (DeviceError, WrapperError, FileNotFoundError) as exc:
         print(f"tune_suite: error: {exc}", file=sys.stderr)
         return 1
@@ -217,9 +237,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{s['kept_original']}, nothing to tune {s['nothing_to_tune']}, mismatches {len(s['mismatches'])}; "
         f"worst final speed-up {s['worst_final_speedup']}, geomean {s['geomean_final_speedup']}"
     )
-    if ns.json_out:
-        ns.json_out.parent.mkdir(parents=True, exist_ok=True)
-        ns.json_out.write_text(json.dumps(result, indent=1) + "\n")
+    save(result)
     return 1 if s["bugs"] else 0
 
 

@@ -217,8 +217,21 @@ def test_cli_without_cupy_is_one_line(tmp_path: Path, monkeypatch: pytest.Monkey
     monkeypatch.setitem(sys.modules, "cupy", None)  # import cupy raises ImportError
     result = CliRunner().invoke(cli, _cli_args(tmp_path))
     assert result.exit_code == 1
-    assert result.stderr.count("\n") == 1
-    assert result.stderr.startswith("ptxasw: error: ptxas") and "CuPy" in result.stderr
+    assert result.stderr == (
+        "ptxasw: error: ptxasw tune needs CuPy to run kernels on the GPU (pip install 'ptxasw[gpu]')\n"
+    )
+
+
+def test_cli_without_ptxas_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PTXASW_REAL_PTXAS", str(tmp_path / "no-ptxas"))
+    result = CliRunner().invoke(cli, _cli_args(tmp_path))
+    assert result.exit_code == 1
+    assert (
+        result.stderr
+        == f"ptxasw: error: PTXASW_REAL_PTXAS={tmp_path / 'no-ptxas'} is not an executable file\n"
+    )
+    result = CliRunner().invoke(cli, ["tune", str(tmp_path / "none.ptx"), "-arch", "sm_90", "--block", "32"])
+    assert result.exit_code == 1 and result.stderr.count("\n") == 1 and "none.ptx" in result.stderr
 
 
 def test_cli_without_gpu_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

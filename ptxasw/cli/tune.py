@@ -31,6 +31,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 import numpy as np
@@ -38,10 +39,14 @@ import numpy as np
 from ptxasw.cli.common import check_kernels, name_list
 from ptxasw.errors import PtxError
 
+if TYPE_CHECKING:
+    from ptxasw import ir
+    from ptxasw.cli.run import ArgSpec
+
 __all__ = ["parse_tune_arg", "tune_command"]
 
 
-def parse_tune_arg(text: str, rng: np.random.Generator) -> object:
+def parse_tune_arg(text: str, rng: np.random.Generator) -> ArgSpec:
     """`ptxasw.cli.run.parse_arg`, plus ``rand:TYPE:SHAPE[@out]``."""
     from ptxasw.cli.run import ArgSpec, parse_arg
 
@@ -156,14 +161,13 @@ def _tune(
     from ptxasw.driver import tuning
     from ptxasw.driver.ptxas import WrapperError, find_real_ptxas
     from ptxasw.driver.settings import synthesis_settings
-    from ptxasw.parser import read_ptx
     from ptxasw.tune import device as gpu
     from ptxasw.tune.session import Settings, tune_kernels
 
     g, b = parse_dims(grid, "grid"), parse_dims(block, "block")
     rng = np.random.default_rng(seed)
     specs = [parse_tune_arg(text, rng) for text in arg_texts]
-    module = read_ptx(source)
+    text, module = _read(source)
     names = [fn.name for fn in module.kernels]
     check_kernels(names, kernels)
     chosen = list(kernels) or names
@@ -183,13 +187,12 @@ def _tune(
     if not no_store and store is None:
         raise PtxError(f"{tuning.ENV_TUNE_DIR} is off: nowhere to store verdicts (use --no-store)")
     device = gpu.open_gpu()
-    values = [s.value for s in specs]  # type: ignore[attr-defined]
-    marked = [i for i, s in enumerate(specs) if s.output]  # type: ignore[attr-defined]
+    values = [s.value for s in specs]
+    marked = [i for i, s in enumerate(specs) if s.output]
     compare = marked or [i for i, v in enumerate(values) if isinstance(v, np.ndarray)]
     settings = Settings(arch, runs, warmup, margin, max_delta, time_budget)
     rows = tune_kernels(
-        module, Path(source).read_text(encoding="utf-8", errors="surrogateescape") if source != "-" else "",
-        chosen, g, b, values, compare, device, ptxas, settings, store,
+        module, text, chosen, g, b, values, compare, device, ptxas, settings, store,
         progress=lambda line: click.echo(f"ptxasw: {line}", err=True),
     )  # fmt: skip
     header = {
@@ -203,6 +206,19 @@ def _tune(
         "store": str(store.directory) if store is not None else None,
     }
     return rows, header
+
+
+def _read(source: str) -> tuple[str, ir.Module]:
+    """The text (decoded as the drop-in decodes it: the original measured is what
+    ptxas would get) and the module of ``source`` (``-``: standard input)."""
+    from ptxasw.parser import parse_ptx
+
+    try:
+        data = sys.stdin.buffer.read() if source == "-" else Path(source).read_bytes()
+    except OSError as exc:
+        raise PtxError(f"{source}: {exc.strerror or exc}") from None
+    text = data.decode("utf-8", "surrogateescape")
+    return text, parse_ptx(text, "<stdin>" if source == "-" else source)
 
 
 def _print_table(header: dict, rows: list) -> None:
