@@ -314,15 +314,9 @@ class _Lifter:
     def run(self) -> LiftedKernel:
         self._register_types()
         symbols, layout, param_size, shared_size, dynamic = self._layout()
-        host_symbols = self._module_variables()
-        fnty = ll.FunctionType(ll.VoidType(), [_I8P, _I8P, _I32, _I32, _I32, _I32, _I32, _I32, _I32])
-        func = ll.Function(self.module, fnty, self.fn.name)
-        for arg, name in zip(func.args, _ARGS, strict=True):
-            arg.name = name
-        self.func = func
+        self.symbols = symbols
+        self.host_symbols = self._module_variables()
         order = self._order()
-        entry = func.append_basic_block("entry")
-        self.dispatch = func.append_basic_block("dispatch")
         # Branches around acyclic regions are if-converted; the blocks inside are only
         # ever run there. Lanes can only part (and the masked variants run) after
         # another guarded terminator, or from the start when packed CTAs past the
@@ -341,7 +335,45 @@ class _Lifter:
                 self.regions[blk] = region
                 absorbed.update(region)
         order = [blk for blk in order if blk not in absorbed]
-        self.masked = self.pack > 1 or diverges
+        func = self._emit(self.fn.name, order, masked=self.pack > 1 or diverges)
+        # A pack of CTAs all inside the grid, in a kernel whose lanes never part, runs
+        # without masks. Its own function: beside the masked variants (which only the
+        # grid's last, partial pack needs) the register allocator would serve both at
+        # once (~3x slower straight-line code).
+        registers = self.registers
+        whole = None
+        if self.pack > 1 and not diverges:
+            whole = self._emit(f"{self.fn.name}.whole", order, masked=False)
+        self._range_function(func, whole, shared_size > 0 or dynamic)
+        return LiftedKernel(
+            module=self.module,
+            function=self.fn.name,
+            kernel=self.fn,
+            wg_size=self.dom.wg_size,
+            wg_pack=self.pack,
+            block=self.block,
+            groups=self.dom.wg_pack,
+            param_layout=layout,
+            param_size=param_size,
+            shared_size=shared_size,
+            dynamic_shared=dynamic,
+            source=self.ptx.path,
+            registers={k: w for k, (_, w) in registers.slots.items()},
+            variables=self.variables,
+        )
+
+    def _emit(self, name: str, order: list[int], masked: bool) -> ll.Function:
+        """One lifted function over the blocks ``order`` (regions already absorbed):
+        with ``masked`` variants of every block and the dispatcher, or (not
+        ``masked``) only the full variants, for calls where every lane is live."""
+        fnty = ll.FunctionType(ll.VoidType(), [_I8P, _I8P, _I32, _I32, _I32, _I32, _I32, _I32, _I32])
+        func = ll.Function(self.module, fnty, name)
+        for arg, arg_name in zip(func.args, _ARGS, strict=True):
+            arg.name = arg_name
+        self.func = func
+        entry = func.append_basic_block("entry")
+        self.dispatch = func.append_basic_block("dispatch")
+        self.masked = masked
         self.blocks = {b: func.append_basic_block(f"bb{b}") for b in order} if self.masked else {}
         self.full_blocks = {b: func.append_basic_block(f"full{b}") for b in order}
         finish = func.append_basic_block("finish")
@@ -365,13 +397,21 @@ class _Lifter:
             b.position_at_end(masked_start)
             b.store(valid.value, self.pending[order[0]])
             b.branch(self.blocks[order[0]])
-        else:  # one CTA per call: the range function only calls it for CTAs of the grid
+        else:  # the range function only calls it when every lane is a thread of the grid
             b.branch(self.full_blocks[order[0]])
         registers = RegisterFile(self.dom, entry, self.register_type)
+        self.registers = registers
         self.machine = LiftMachine(
-            self.dom, registers, specials, func.args[0], func.args[1], func.args[2], symbols, self.block_lanes
+            self.dom,
+            registers,
+            specials,
+            func.args[0],
+            func.args[1],
+            func.args[2],
+            self.symbols,
+            self.block_lanes,
         )
-        self.machine.host_symbols = host_symbols
+        self.machine.host_symbols = self.host_symbols
         if self.frame_size:
             total = ll.Constant(ll.IntType(64), self.frame_size * self.lanes)
             entry_b = ll.IRBuilder(entry)
@@ -399,23 +439,7 @@ class _Lifter:
             if self.masked:
                 self._block(blk, full=False)
             self._block(blk, full=True)
-        self._range_function(func, shared_size > 0 or dynamic)
-        return LiftedKernel(
-            module=self.module,
-            function=self.fn.name,
-            kernel=self.fn,
-            wg_size=self.dom.wg_size,
-            wg_pack=self.pack,
-            block=self.block,
-            groups=self.dom.wg_pack,
-            param_layout=layout,
-            param_size=param_size,
-            shared_size=shared_size,
-            dynamic_shared=dynamic,
-            source=self.ptx.path,
-            registers={k: w for k, (_, w) in registers.slots.items()},
-            variables=self.variables,
-        )
+        return func
 
     def _single_definitions(self) -> dict[str, ir.Instruction]:
         """Registers written by exactly one instruction, unguarded (key -> that instruction)."""
@@ -435,11 +459,12 @@ class _Lifter:
         ba, bb = cfg.block_of(ia), cfg.block_of(ib)
         return ia < ib if ba == bb else cfg.dominates(ba, bb)
 
-    def _range_function(self, kernel: ll.Function, zero_shared: bool) -> None:
+    def _range_function(self, kernel: ll.Function, whole: ll.Function | None, zero_shared: bool) -> None:
         """``KERNEL.range(params, shared, stride, begin, end, nctaid_x, nctaid_y, nctaid_z)``:
         calls ``begin..end-1`` of the grid's (x chunk, y, z) work, zeroing shared
         memory before each call (each CTA starts with it zeroed, as in the interpreter).
-        One ctypes call per thread then runs a whole slice of the grid."""
+        One ctypes call per thread then runs a whole slice of the grid. A pack whose
+        CTAs are all in the grid calls ``whole`` where there is one."""
         i64 = ll.IntType(64)
         fnty = ll.FunctionType(ll.VoidType(), [_I8P, _I8P, _I32, i64, i64, _I32, _I32, _I32])
         func = ll.Function(self.module, fnty, f"{kernel.name}.range")
@@ -467,7 +492,15 @@ class _Lifter:
             memset = self.module.declare_intrinsic("llvm.memset", [_I8P, i64])
             b.call(memset, [shared, ll.Constant(ll.IntType(8), 0), size, ll.Constant(ll.IntType(1), 0)])
         args = [params, shared, stride, *(b.trunc(v, _I32) for v in (x0, y, z)), nx, ny, nz]
-        b.call(kernel, args)
+        if whole is None:
+            b.call(kernel, args)
+        else:
+            inside = b.icmp_unsigned("<=", b.add(x0, pack), b.zext(nx, i64))
+            with b.if_else(inside) as (then, otherwise):
+                with then:
+                    b.call(whole, args)
+                with otherwise:
+                    b.call(kernel, args)
         c.add_incoming(b.add(c, ll.Constant(i64, 1)), b.block)
         b.branch(head)
         b.position_at_end(done)
