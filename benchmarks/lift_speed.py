@@ -102,11 +102,11 @@ def _pocl(kernel: suite.Kernel, wg: int, threads: int) -> Runner:
 def _llvm(
     kernel: suite.Kernel, wg: int, threads: int, pack: int | None = None, timeout: float = 600
 ) -> Runner:
-    from ptxasw.pirch_bridge.runtime import run_lifted
+    from ptxasw.pirch_bridge.runtime import default_pack, run_lifted
 
-    pack = pack or max(1, 16 // wg)  # the runtime's default: one 16-lane vector of 32-bit values
-    _compile_in_child(kernel, wg, pack, timeout)
     module = suite.load_module(kernel.source)
+    pack = pack or default_pack(module, kernel.symbol(wg), wg)  # one 512-bit vector of the floats
+    _compile_in_child(kernel, wg, pack, timeout)
 
     def run(args: list[object]) -> tuple[float, list[np.ndarray]]:
         grid, block = kernel.launch_shape(_batch(args), wg)
@@ -342,7 +342,7 @@ def _options(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--max-mb", type=float, default=512.0, help="cap on the arguments of one batch")
     parser.add_argument("--no-interp", action="store_true", help="leave the interpreter out")
     parser.add_argument(
-        "--wg-pack", type=int, help="work groups per lifted call (default 16 / WG, at least 1)"
+        "--wg-pack", type=int, help="work groups per lifted call (default: the runtime's default_pack, 16 or 8 (.f64) lanes)"
     )
     parser.add_argument(
         "--lift-timeout", type=float, default=600.0, help="seconds to lift and compile one kernel"

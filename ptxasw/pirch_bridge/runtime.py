@@ -27,12 +27,20 @@ from typing import Protocol
 import numpy as np
 
 from ptxasw import ir
-from ptxasw.emulator.concrete.variables import encode_scalar
+from ptxasw.emulator.concrete.variables import encode_scalar, walk_decls
 from ptxasw.errors import PtxError
 from ptxasw.pirch_bridge.jit import compile_ir
-from ptxasw.pirch_bridge.lift import LiftedKernel, lift_kernel
+from ptxasw.pirch_bridge.lift import LiftedKernel, choose_kernel, lift_kernel
 
-__all__ = ["ENGINES", "LiftedLaunch", "Loaded", "compile_lifted", "launch_lifted", "run_lifted"]
+__all__ = [
+    "ENGINES",
+    "LiftedLaunch",
+    "Loaded",
+    "compile_lifted",
+    "default_pack",
+    "launch_lifted",
+    "run_lifted",
+]
 
 #: ``ptxasw run --engine`` names of the lifted engines, and the back end that builds each.
 ENGINES = ("llvm", "avx512", "ve-emulated")
@@ -218,6 +226,17 @@ def launch_lifted(
     )
 
 
+def default_pack(module: ir.Module, kernel: str, block: Sequence[int] | int) -> int:
+    """Blocks per call that fill one 512-bit vector with the kernel's floats: 16
+    lanes, or 8 when it computes in ``.f64`` (more lanes only add register
+    pressure: a batched kernel keeps whole rows in registers)."""
+    blk = _dims(block, "block")
+    fn = choose_kernel(module, kernel)
+    body = fn.body.body if fn.body is not None else []
+    wide = any(decl.space == ".reg" and decl.type == ".f64" for decl in walk_decls(body))
+    return max(1, (8 if wide else 16) // (blk[0] * blk[1] * blk[2]))
+
+
 def run_lifted(
     module: ir.Module,
     kernel: str,
@@ -232,13 +251,9 @@ def run_lifted(
     inplace: bool = False,
 ) -> LiftedLaunch:
     """Lift ``kernel`` for the launch's block shape and run it with ``engine``
-    (the ``ptxasw run --engine`` path).
-
-    ``wg_pack`` (blocks per call) defaults to enough blocks to fill 16 lanes
-    (one AVX-512 vector of 32-bit values)."""
+    (the ``ptxasw run --engine`` path); ``wg_pack`` defaults to `default_pack`."""
     blk = _dims(block, "block")
-    per_block = blk[0] * blk[1] * blk[2]
-    pack = wg_pack if wg_pack is not None else max(1, 16 // per_block)
+    pack = wg_pack if wg_pack is not None else default_pack(module, kernel, blk)
     lifted = lift_kernel(module, kernel, wg_pack=pack, block=blk)
     return launch_lifted(
         lifted, grid, blk, args, shared_bytes, threads=threads, engine=engine, inplace=inplace
