@@ -342,7 +342,7 @@ def _options(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--max-mb", type=float, default=512.0, help="cap on the arguments of one batch")
     parser.add_argument("--no-interp", action="store_true", help="leave the interpreter out")
     parser.add_argument(
-        "--wg-pack", type=int, help="work groups per lifted call (default: the runtime's default_pack, 16 or 8 (.f64) lanes)"
+        "--wg-pack", type=int, help="work groups per lifted call (default: runtime.default_pack)"
     )
     parser.add_argument(
         "--lift-timeout", type=float, default=600.0, help="seconds to lift and compile one kernel"
