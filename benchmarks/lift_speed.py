@@ -10,6 +10,7 @@ pivoting), single and double precision, per WG_SIZE, on these targets:
   gcc     benchmarks/pirch/ref_c, ``gcc -O3 -march=native -fopenmp``, OpenMP over the batch
   pocl    benchmarks/pirch/ref_opencl/borg.cl on PoCL (exchange through local memory)
   llvm    nvcc's PTX lifted by ptxasw (ptxasw.pirch_bridge.runtime, when importable)
+  avx512  the same lifted kernel as C with AVX-512 intrinsics, gcc -O3 (when gcc and the CPU allow)
   interp  ptxasw's concrete interpreter, for scale: a small batch, one thread,
           extrapolated linearly to the batch of the others (marked ``extrapolated``)
 
@@ -100,26 +101,39 @@ def _pocl(kernel: suite.Kernel, wg: int, threads: int) -> Runner:
 
 
 def _llvm(
-    kernel: suite.Kernel, wg: int, threads: int, pack: int | None = None, timeout: float = 600
+    kernel: suite.Kernel,
+    wg: int,
+    threads: int,
+    pack: int | None = None,
+    timeout: float = 600,
+    engine: str = "llvm",
 ) -> Runner:
     from ptxasw.pirch_bridge.runtime import default_pack, run_lifted
 
     module = suite.load_module(kernel.source)
     pack = pack or default_pack(module, kernel.symbol(wg), wg)  # one 512-bit vector of the floats
-    _compile_in_child(kernel, wg, pack, timeout)
+    _compile_in_child(kernel, wg, pack, timeout, engine)
 
     def run(args: list[object]) -> tuple[float, list[np.ndarray]]:
         grid, block = kernel.launch_shape(_batch(args), wg)
         fresh = suite.copy_args(args)  # outside the clock, as gcc's fresh copies
         result = run_lifted(
-            module, kernel.symbol(wg), grid, block, fresh, wg_pack=pack, threads=threads, inplace=True
+            module,
+            kernel.symbol(wg),
+            grid,
+            block,
+            fresh,
+            wg_pack=pack,
+            threads=threads,
+            inplace=True,
+            engine=engine,
         )
         return result.kernel_seconds, [result.buffers[i] for i in kernel.outputs]
 
     return run
 
 
-def _compile_in_child(kernel: suite.Kernel, wg: int, pack: int, timeout: float) -> None:
+def _compile_in_child(kernel: suite.Kernel, wg: int, pack: int, timeout: float, engine: str = "llvm") -> None:
     """Lift and compile in a child process first, under ``timeout``.
 
     LLVM's -O3 on the IR of a large kernel (LDU at WG 16 and up) can take many
@@ -132,9 +146,10 @@ def _compile_in_child(kernel: suite.Kernel, wg: int, pack: int, timeout: float) 
         "from ptxasw.pirch_bridge.lift import lift_kernel;"
         "from ptxasw.pirch_bridge.runtime import compile_lifted;"
         "compile_lifted(lift_kernel(suite.load_module(sys.argv[2]), sys.argv[3],"
-        " wg_size=int(sys.argv[4]), wg_pack=int(sys.argv[5])))"
+        " wg_size=int(sys.argv[4]), wg_pack=int(sys.argv[5])), sys.argv[6])"
     )
     command = [sys.executable, "-c", code, str(ROOT), kernel.source, kernel.symbol(wg), str(wg), str(pack)]
+    command.append(engine)
     try:
         proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -162,14 +177,28 @@ def lifted_available() -> str | None:
     return None
 
 
+def avx512_available() -> str | None:
+    """None when gcc and this CPU can build and run the avx512 target, else why not."""
+    try:
+        from ptxasw.pirch_bridge.backends import avx512
+
+        avx512.gcc()
+        avx512.check_cpu()
+    except Exception as exc:
+        return str(exc)
+    return None
+
+
 TARGETS: dict[str, Callable[[suite.Kernel, int, int], Runner]] = {
     "gcc": _gcc,
     "pocl": _pocl,
     "llvm": _llvm,
+    "avx512": lambda kernel, wg, threads: _llvm(kernel, wg, threads, engine="avx512"),
     "interp": _interp,
 }
 NOTES = {
     "llvm": "kernel time on the arrays in place (copy_seconds: what copying them would add)",
+    "avx512": "C with AVX-512 intrinsics (gcc -O3), kernel time on the arrays in place",
     "interp": "one thread, a batch of 2, extrapolated linearly",
 }
 
@@ -219,8 +248,8 @@ def measure(
     errors: dict[str, str] = {}
     for name in targets:
         try:
-            if name == "llvm":
-                runners[name] = _llvm(kernel, wg, opts.threads, opts.wg_pack, opts.lift_timeout)
+            if name in ("llvm", "avx512"):
+                runners[name] = _llvm(kernel, wg, opts.threads, opts.wg_pack, opts.lift_timeout, name)
             else:
                 runners[name] = TARGETS[name](kernel, wg, opts.threads)
         except Exception as exc:
@@ -260,7 +289,7 @@ def measure(
                 if problem:
                     errors[name] = f"timed batch differs from gcc: {problem}"[:300]
                     seconds.pop(name, None)
-    copying = copy_seconds(kernel, args) if "llvm" in seconds else None
+    copying = copy_seconds(kernel, args) if "llvm" in seconds or "avx512" in seconds else None
     rows = []
     for name in targets:
         took = seconds.get(name)
@@ -277,7 +306,7 @@ def measure(
         }
         if name in NOTES:
             row["note"] = NOTES[name]
-        if name == "llvm" and copying is not None:
+        if name in ("llvm", "avx512") and copying is not None:
             row["copy_seconds"] = copying
         if name in errors:
             row["error"] = errors[name]
@@ -400,6 +429,11 @@ def main(argv: list[str] | None = None) -> int:
     missing = lifted_available()
     if missing is None:
         targets.append("llvm")
+        missing = avx512_available()
+        if missing is None:
+            targets.append("avx512")
+        else:
+            print(f"lift_speed: no avx512 target ({missing})", file=sys.stderr)
     else:
         print(f"lift_speed: no lifted targets ({missing})", file=sys.stderr)
     if not opts.no_interp:
