@@ -269,3 +269,37 @@ def test_lifted_equals_interpreter(builds, name: str, wg: int, pack: int) -> Non
             f"{kernel.symbol(wg)} pack {pack} argument {index}: {bad.size} differ, first at {bad[0]}: "
             f"{got.reshape(-1)[bad[0]]!r} vs the interpreter's {expected.reshape(-1)[bad[0]]!r}"
         )
+
+
+# The other builds the issue names: sm_75 (no redux.sync, .maxntid instead of .reqntid)
+# and -G (every helper a called function, inlined by the lifter; registers through
+# .local frames), on kernels of every kind; bit for bit against the interpreter on the
+# same PTX.
+OTHER_BUILD_CASES = [
+    *(
+        ("sm_75", False, name, 32)
+        for name in ("gema_f32", "trsv_f64", "reduce_f64", "allreduce_u32", "segbcast_f32", "vote", "redux")
+    ),
+    ("sm_75", False, "transpose_f32", 32),
+    *(
+        ("sm_90", True, name, 4)
+        for name in ("gema_f32", "trsv_f32", "reduce_f32", "scan_u32", "match", "redux")
+    ),
+    *(("sm_75", True, name, 4) for name in ("ldu_f64", "segbcast_f64", "vote")),
+]
+
+
+@pytest.mark.parametrize(("arch", "debug", "name", "wg"), OTHER_BUILD_CASES, ids=str)
+def test_lifted_other_builds(builds, arch: str, debug: bool, name: str, wg: int) -> None:
+    from ptxasw.pirch_bridge.runtime import run_lifted
+
+    kernel = suite.KERNELS[name]
+    args = kernel.args(3, wg, seed=5, special=True)
+    want = suite.run_interpreter(kernel, wg, args, arch, debug)
+    grid, block = kernel.launch_shape(3, wg)
+    module = suite.load_module(kernel.source, arch, debug)
+    result = run_lifted(module, kernel.symbol(wg), grid, block, suite.copy_args(args), threads=2)
+    for index, expected in zip(kernel.outputs, want, strict=True):
+        got = result.buffers[index]
+        bad = np.flatnonzero(_bits(got).reshape(-1) != _bits(expected).reshape(-1))
+        assert bad.size == 0, f"{arch} -G={debug} {kernel.symbol(wg)} argument {index}: {bad.size} differ"
