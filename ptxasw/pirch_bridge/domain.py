@@ -103,6 +103,7 @@ class LLVMDomain:
         self.lanes = wg_size * wg_pack
         self.builder: ir.IRBuilder | None = None
         self._fold = ConcreteDomain(self.lanes)
+        self._constants: dict[tuple[int, tuple[int, ...]], Vec] = {}
 
     # ---- types and constants ------------------------------------------------------------
     @property
@@ -119,7 +120,11 @@ class LLVMDomain:
     def _const_lanes(self, lanes: Sequence[int], width: int) -> Vec:
         m = (1 << width) - 1
         known = tuple(int(v) & m for v in lanes)
-        return Vec(ir.Constant(self.vtype(width), list(known)), width, known)
+        key = (width, known)
+        hit = self._constants.get(key)
+        if hit is None:  # llvmlite builds a Python object per lane: share the few distinct ones
+            hit = self._constants[key] = Vec(ir.Constant(self.vtype(width), list(known)), width, known)
+        return hit
 
     def const(self, value: int, width: int) -> Vec:
         if not 1 <= width <= 64:
