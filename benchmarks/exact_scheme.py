@@ -1,0 +1,230 @@
+"""Issue 7's open problem, measured: can an exact shuffle scheme beat plain loads?
+
+Usage (on a GPU machine with CuPy)::
+
+    python benchmarks/exact_scheme.py [--json OUT] [--radii 2,4,6,8,12] [--runs 31]
+
+A 1-D stencil ``out[i] = sum_d c[d] * in[i + d]`` (``d = -R..R``; the input
+padded by ``R`` on both sides, so no bounds checks), one warp per 32
+consecutive outputs, in float and double, five ways:
+
+``load``      every point a global load (what nvcc emits);
+``paper``     the PTXASW code: the centre loaded, every other point a
+              ``shfl.up/down`` of it, the lanes past the warp's edge loading
+              the point themselves (exact);
+``nocorner``  the same shuffles without the edge loads (wrong at warp edges:
+              the headroom the paper's ablation shows);
+``window``    exact, two loads per row: ``w0 = in[x]`` and, for the first
+              ``2R`` lanes only, ``w1 = in[x + 32]``; point ``d`` of lane ``L``
+              is element ``L + d + R`` of the 64-wide window, which lane
+              ``s = (L + d + R) mod 32`` holds in ``w1`` when ``s < d + R`` and
+              in ``w0`` otherwise: one select at the source and one ``idx``
+              shuffle per point, no per-point fix-up load;
+``window2``   the same window read with two shuffles (``down`` of ``w0``,
+              ``up`` of ``w1``) and a select at the destination.
+
+Every variant sums in the same order with the same ``fma`` chain, so the
+exact ones must equal ``load`` bit for bit (checked; ``nocorner`` is reported
+with its number of wrong elements). Timing: CUDA events around ``reps``
+back-to-back launches (a sample of >= 0.5 ms), the median of ``--runs``
+samples after warm-up, variants interleaved; sizes L2-resident (2^20
+outputs) and DRAM-bound (2^26). The model of issue 7 (a shuffle ~0.78 of a
+warp load, a predicated load ~0.75, an ALU op ~0.06) predicts ``window`` at
+``(2R + 1) / (1.75 + 2R * 0.84)``: 1.03 at R = 4, 1.07 at R = 6, 1.10 at
+R = 8, 1.13 at R = 12 for float; double needs two shuffles per point and
+cannot win.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+
+SOURCE = r"""
+template <typename T, int R>
+__device__ __forceinline__ T coef(int k) { return T(1) / T(k + 2); }
+
+template <typename T, int R>
+__global__ void load(const T *__restrict__ in, T *__restrict__ out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    const T *p = in + R + i;
+    T acc = T(0);
+#pragma unroll
+    for (int d = -R; d <= R; ++d) acc = fma(coef<T, R>(d + R), p[d], acc);
+    out[i] = acc;
+}
+
+template <typename T, int R>
+__global__ void paper(const T *__restrict__ in, T *__restrict__ out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    int lane = threadIdx.x & 31;
+    const T *p = in + R + i;
+    T c = p[0];
+    T acc = T(0);
+#pragma unroll
+    for (int d = -R; d <= R; ++d) {
+        T v;
+        if (d == 0) v = c;
+        else if (d > 0) { v = __shfl_down_sync(0xffffffffu, c, d); if (lane + d > 31) v = p[d]; }
+        else { v = __shfl_up_sync(0xffffffffu, c, -d); if (lane + d < 0) v = p[d]; }
+        acc = fma(coef<T, R>(d + R), v, acc);
+    }
+    out[i] = acc;
+}
+
+template <typename T, int R>
+__global__ void nocorner(const T *__restrict__ in, T *__restrict__ out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    const T *p = in + R + i;
+    T c = p[0];
+    T acc = T(0);
+#pragma unroll
+    for (int d = -R; d <= R; ++d) {
+        T v = d == 0 ? c : d > 0 ? __shfl_down_sync(0xffffffffu, c, d) : __shfl_up_sync(0xffffffffu, c, -d);
+        acc = fma(coef<T, R>(d + R), v, acc);
+    }
+    out[i] = acc;
+}
+
+template <typename T, int R>
+__global__ void window(const T *__restrict__ in, T *__restrict__ out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    int lane = threadIdx.x & 31;
+    const T *p = in + i;  // element x - R: the window starts at the warp's first point
+    T w0 = p[0];
+    T w1 = T(0);
+    if (lane < 2 * R) w1 = p[32];
+    T acc = T(0);
+#pragma unroll
+    for (int d = -R; d <= R; ++d) {
+        const int k = d + R;  // the point's place in the window, past the lane
+        T v;
+        if (k == 0) v = w0;
+        else v = __shfl_sync(0xffffffffu, lane < k ? w1 : w0, (lane + k) & 31);
+        acc = fma(coef<T, R>(k), v, acc);
+    }
+    out[i] = acc;
+}
+
+template <typename T, int R>
+__global__ void window2(const T *__restrict__ in, T *__restrict__ out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    int lane = threadIdx.x & 31;
+    const T *p = in + i;
+    T w0 = p[0];
+    T w1 = T(0);
+    if (lane < 2 * R) w1 = p[32];
+    T acc = T(0);
+#pragma unroll
+    for (int d = -R; d <= R; ++d) {
+        const int k = d + R;
+        T v;
+        if (k == 0) v = w0;
+        else {
+            T lo = __shfl_down_sync(0xffffffffu, w0, k);
+            T hi = __shfl_up_sync(0xffffffffu, w1, 32 - k);
+            v = lane + k < 32 ? lo : hi;
+        }
+        acc = fma(coef<T, R>(k), v, acc);
+    }
+    out[i] = acc;
+}
+"""
+
+VARIANTS = ("load", "paper", "nocorner", "window", "window2")
+EXACT = ("paper", "window", "window2")
+
+
+def _time(cp: object, launches: dict[str, tuple], runs: int) -> dict[str, list[float]]:
+    """Per variant, ``runs`` samples (ms per launch), interleaved; a sample is ``reps``
+    back-to-back launches between two CUDA events, lasting >= 0.5 ms."""
+    start, stop = cp.cuda.Event(), cp.cuda.Event()  # type: ignore[attr-defined]
+
+    def sample(v: str, reps: int) -> float:
+        fn, grid, block, args = launches[v]
+        start.record()
+        for _ in range(reps):
+            fn(grid, block, args)
+        stop.record()
+        stop.synchronize()
+        return cp.cuda.get_elapsed_time(start, stop) / reps  # type: ignore[attr-defined]
+
+    reps = max(1, int(0.5 / max(sample("load", 3), 1e-4)))
+    for v in launches:  # warm-up
+        sample(v, reps)
+    times: dict[str, list[float]] = {v: [] for v in launches}
+    for _ in range(runs):
+        for v in launches:
+            times[v].append(sample(v, reps))
+    return times
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--radii", default="2,4,6,8,12")
+    ap.add_argument("--runs", type=int, default=31)
+    ap.add_argument("--json", help="write the rows here")
+    opts = ap.parse_args()
+    try:
+        import cupy as cp
+        import numpy as np
+    except ImportError as exc:
+        print(f"exact_scheme: error: needs CuPy and a GPU ({exc})", file=sys.stderr)
+        return 1
+    radii = [int(r) for r in opts.radii.split(",")]
+    names = [f"{v}<{t},{r}>" for v in VARIANTS for t in ("float", "double") for r in radii]
+    module = cp.RawModule(code=SOURCE, options=("-std=c++17",), name_expressions=names)
+    device = cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
+    rows = []
+    rng = np.random.default_rng(7)
+    for tname, dtype in (("float", np.float32), ("double", np.float64)):
+        for size_name, n in (("l2", 1 << 20), ("dram", 1 << 26)):
+            for r in radii:
+                host = rng.standard_normal(n + 2 * r).astype(dtype)
+                src = cp.asarray(host)
+                outs = {v: cp.zeros(n, dtype=dtype) for v in VARIANTS}
+                kernels = {v: module.get_function(f"{v}<{tname},{r}>") for v in VARIANTS}
+                block, grid = 256, n // 256
+                args = {v: (src, outs[v], np.int32(n)) for v in VARIANTS}
+                for v in VARIANTS:
+                    kernels[v]((grid,), (block,), args[v])
+                cp.cuda.Device().synchronize()
+                want = cp.asnumpy(outs["load"]).view(np.uint32 if dtype == np.float32 else np.uint64)
+                wrong = {}
+                for v in VARIANTS[1:]:
+                    got = cp.asnumpy(outs[v]).view(want.dtype)
+                    wrong[v] = int((got != want).sum())
+                launches = {v: (kernels[v], (grid,), (block,), args[v]) for v in VARIANTS}
+                times = _time(cp, launches, opts.runs)
+                base = statistics.median(times["load"])
+                for v in VARIANTS:
+                    ms = statistics.median(times[v])
+                    rows.append(
+                        {
+                            "type": tname,
+                            "size": size_name,
+                            "radius": r,
+                            "variant": v,
+                            "ms": ms,
+                            "speedup": base / ms,
+                            "exact": v == "load" or wrong[v] == 0,
+                            "wrong": 0 if v == "load" else wrong[v],
+                        }
+                    )
+                marks = {v: "*" if v != "load" and wrong[v] else "" for v in VARIANTS}
+                line = "  ".join(f"{v} {base / statistics.median(times[v]):.3f}{marks[v]}" for v in VARIANTS)
+                print(f"{tname:6} {size_name:4} R={r:2}: {line}", flush=True)
+                bad = [v for v in EXACT if wrong[v]]
+                if bad:
+                    print(f"  NOT EXACT: {bad}", flush=True)
+    print(f"{device}; speed-up over load (median of {opts.runs}); * = wrong at warp edges")
+    if opts.json:
+        with open(opts.json, "w") as f:
+            json.dump({"device": device, "runs": opts.runs, "rows": rows}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
