@@ -36,10 +36,10 @@ from ptxasw.pirch_bridge.lift import LiftedKernel, lift_kernel
 from ptxasw.pirch_bridge.runtime import launch_lifted, run_lifted
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_pirch_kernels import LIFT_CASES, _bits  # noqa: E402
-from test_pirch_lift import floats, ints, pirch_debug_ptx, pirch_ptx  # noqa: E402,F401
+from test_pirch_kernels import LIFT_CASES, _bits
+from test_pirch_lift import NVCC_FLAGS, _compile, floats, ints
 
-from benchmarks.pirch import suite  # noqa: E402
+from benchmarks.pirch import suite
 
 
 def _why_not() -> str | None:
@@ -62,7 +62,7 @@ def _prebuild(lifted: list[LiftedKernel]) -> None:
         list(pool.map(lambda text: avx512.compile_c(text, "so"), texts))
 
 
-# ---- the evidence kernels ----------------------------------------------------------------------------
+# ---- the evidence kernels ------------------------------------------------------------------------
 
 
 def _launch_shape(kernel: suite.Kernel, wg: int) -> tuple[object, tuple[int, int, int]]:
@@ -80,7 +80,9 @@ def evidence_built() -> None:
     for name, wg, pack in LIFT_CASES:
         kernel = suite.KERNELS[name]
         _, block = _launch_shape(kernel, wg)
-        lifted.append(lift_kernel(suite.load_module(kernel.source), kernel.symbol(wg), wg_pack=pack, block=block))
+        lifted.append(
+            lift_kernel(suite.load_module(kernel.source), kernel.symbol(wg), wg_pack=pack, block=block)
+        )
     _prebuild(lifted)
 
 
@@ -92,7 +94,14 @@ def test_evidence_kernel_equals_interpreter(evidence_built: None, name: str, wg:
     grid, block = kernel.launch_shape(4, wg)
     module = suite.load_module(kernel.source)
     result = run_lifted(
-        module, kernel.symbol(wg), grid, block, suite.copy_args(args), wg_pack=pack, threads=2, engine="avx512"
+        module,
+        kernel.symbol(wg),
+        grid,
+        block,
+        suite.copy_args(args),
+        wg_pack=pack,
+        threads=2,
+        engine="avx512",
     )
     for index, expected in zip(kernel.outputs, want, strict=True):
         got = result.buffers[index]
@@ -139,6 +148,16 @@ SMALL = [(8, 3), (16, 2), (32, 1)]
 
 
 @pytest.fixture(scope="module")
+def pirch_ptx(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> ir.Module:
+    return _compile(request, tmp_path_factory, NVCC_FLAGS)
+
+
+@pytest.fixture(scope="module")
+def pirch_debug_ptx(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> ir.Module:
+    return _compile(request, tmp_path_factory, ["--ptx", "-arch=sm_80", "-G"])
+
+
+@pytest.fixture(scope="module")
 def small_built(pirch_ptx: ir.Module) -> ir.Module:
     lifted = []
     for wg, pack in SMALL:
@@ -157,11 +176,20 @@ def test_shuffles_votes_and_arithmetic(small_built: ir.Module, wg: int, pack: in
     rng = np.random.default_rng(wg * pack)
     grid = 5
     n = grid * wg
-    compare(module, f"reduce_wg{wg}", grid, wg, pack, [floats(rng, n, np.float32), np.zeros(grid, np.float32)])
+    compare(
+        module, f"reduce_wg{wg}", grid, wg, pack, [floats(rng, n, np.float32), np.zeros(grid, np.float32)]
+    )
     compare(module, f"scan_wg{wg}", grid, wg, pack, [ints(rng, n), np.zeros(n, np.int32)])
     compare(module, f"bfly_wg{wg}", grid, wg, pack, [floats(rng, n, np.float64), np.zeros(n), np.zeros(n)])
     for src in (0, wg // 2 - 1, 5):
-        compare(module, f"segbcast_wg{wg}", grid, wg, pack, [floats(rng, n, np.float32), np.zeros(n, np.float32), src])
+        compare(
+            module,
+            f"segbcast_wg{wg}",
+            grid,
+            wg,
+            pack,
+            [floats(rng, n, np.float32), np.zeros(n, np.float32), src],
+        )
     x = ints(rng, n, -300, 300)
     x[:wg] = 7  # a group where every vote is unanimous
     compare(module, f"vote_wg{wg}", grid, wg, pack, [x, np.zeros(n, np.uint32)])
@@ -175,7 +203,14 @@ def test_shuffles_votes_and_arithmetic(small_built: ir.Module, wg: int, pack: in
     compare(module, "daxpy", g, wg, pack, [-0.75, floats(rng, m, np.float64), floats(rng, m, np.float64), m])
     trips = rng.integers(0, 64, n).astype(np.int32)
     trips[:wg] = 3  # one uniform work group
-    compare(module, "divloop", grid, wg, pack, [trips, floats(rng, 1024, np.float32, special=0.02), np.zeros(n, np.float32), 7])
+    compare(
+        module,
+        "divloop",
+        grid,
+        wg,
+        pack,
+        [trips, floats(rng, 1024, np.float32, special=0.02), np.zeros(n, np.float32), 7],
+    )
     for delta, width in ((1, wg), (3, wg // 2), (wg - 1, wg)):
         compare(module, "shfl_rt", grid, wg, pack, [u, np.zeros(n, np.uint32), delta, width])
 
@@ -184,7 +219,14 @@ def test_shared_memory_atomics_and_module_variables(small_built: ir.Module) -> N
     module = small_built
     rng = np.random.default_rng(5)
     n = 150
-    compare(module, "blocksum", 3, (64, 1, 1), 2, [floats(rng, 3 * n, np.float32, special=0.02), np.zeros(3, np.float32), n])
+    compare(
+        module,
+        "blocksum",
+        3,
+        (64, 1, 1),
+        2,
+        [floats(rng, 3 * n, np.float32, special=0.02), np.zeros(3, np.float32), n],
+    )
     grid, wg = 6, 8
     k = ints(rng, grid * wg, -1000, 1000)
     x = floats(rng, grid * wg, np.float32, special=0.0)
@@ -192,7 +234,14 @@ def test_shared_memory_atomics_and_module_variables(small_built: ir.Module) -> N
     hist = np.zeros(14, np.int32)
     args = [k, x, hist, np.zeros(1, np.float32), np.zeros(1, np.uint32), np.zeros(grid * wg, np.int32)]
     compare(module, "atomics", grid, wg, 2, args, threads=1)
-    compare(module, "module_vars", 4, 16, 1, [floats(rng, 64, np.float32), np.zeros(64, np.float32), np.zeros(64, np.int32)])
+    compare(
+        module,
+        "module_vars",
+        4,
+        16,
+        1,
+        [floats(rng, 64, np.float32), np.zeros(64, np.float32), np.zeros(64, np.int32)],
+    )
 
 
 def test_debug_build(pirch_debug_ptx: ir.Module) -> None:
@@ -203,7 +252,7 @@ def test_debug_build(pirch_debug_ptx: ir.Module) -> None:
     compare(pirch_debug_ptx, "vote_wg8", grid, wg, pack, [ints(rng, n, -300, 300), np.zeros(n, np.uint32)])
 
 
-# ---- the reorderings ----------------------------------------------------------------------------------------
+# ---- the reorderings -----------------------------------------------------------------------------
 
 _I32 = ll.IntType(32)
 
@@ -246,13 +295,20 @@ REORDER_CASES = [
     (16, [(i + 1) % 16 for i in range(16)], False, Reorder.PERMUTE),  # rotate
     (16, [i + 16 if i % 2 else i for i in range(16)], True, Reorder.PERMUTE2),  # interleave two chunks
     (32, [(i + 3) % 32 for i in range(16)] * 2, False, Reorder.PERMUTE2),  # across chunks
-    (16, [i if i % 3 == 0 else (i + 16 if i % 3 == 1 else i // 2) for i in range(16)], True, Reorder.PERMUTE2),
+    (
+        16,
+        [i if i % 3 == 0 else (i + 16 if i % 3 == 1 else i // 2) for i in range(16)],
+        True,
+        Reorder.PERMUTE2,
+    ),
     (24, [(7 * i) % 48 for i in range(24)], True, Reorder.PERMUTE_MANY),  # four source chunks
     (12, [i % 3 for i in range(12)], False, Reorder.PERMUTE),  # a 3-lane tile: no block broadcast
 ]
 
 
-@pytest.mark.parametrize(("lanes", "mask", "two", "kind"), REORDER_CASES, ids=lambda v: getattr(v, "name", None))
+@pytest.mark.parametrize(
+    ("lanes", "mask", "two", "kind"), REORDER_CASES, ids=lambda v: getattr(v, "name", None)
+)
 def test_reordering_class_and_result(lanes: int, mask: list[int], two: bool, kind: Reorder) -> None:
     assert classify(mask, lanes, 16) is kind
     _run_shuffle(lanes, mask, two)
@@ -277,7 +333,7 @@ def test_reorderings_in_the_c() -> None:
     assert "_mm512_shuffle_epi32" in segmented and "permutex" not in segmented
 
 
-# ---- the command line -----------------------------------------------------------------------------------------
+# ---- the command line ----------------------------------------------------------------------------
 
 REDUCE = """
 .version 8.0

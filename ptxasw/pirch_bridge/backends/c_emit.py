@@ -62,9 +62,17 @@ static inline uint64_t px_brev64(uint64_t x) {
 long double truncl(long double);
 """
 
+_PX_NULL = "(void *)0"  # gathers and scatters take absolute 64-bit addresses: base 0, scale 1
 _SCALAR_C = {8: "uint8_t", 16: "uint16_t", 32: "uint32_t", 64: "uint64_t"}
 _SIGNED_C = {8: "int8_t", 16: "int16_t", 32: "int32_t", 64: "int64_t"}
-_GVEC = {"i8": "px_u8", "i16": "px_u16", "i32": "px_u32", "i64": "px_u64", "float": "px_f32", "double": "px_f64"}
+_GVEC = {
+    "i8": "px_u8",
+    "i16": "px_u16",
+    "i32": "px_u32",
+    "i64": "px_u64",
+    "float": "px_f32",
+    "double": "px_f64",
+}
 
 
 def c_identifier(name: str) -> str:
@@ -115,7 +123,9 @@ def _global(g: ll.GlobalVariable, cname: str) -> str:
     if not (isinstance(t, ll.ArrayType) and isinstance(t.element, ll.IntType) and t.element.width == 8):
         raise PtxError(f"avx512: the global {g.name} of type {t} is not translated")
     init = g.initializer
-    data = bytes(init.constant) if init is not None and isinstance(init.constant, (bytes, bytearray)) else None
+    data = (
+        bytes(init.constant) if init is not None and isinstance(init.constant, (bytes, bytearray)) else None
+    )
     if data is None and init is not None and isinstance(init.constant, (list, tuple)):
         data = bytes(int(c.constant) & 0xFF for c in init.constant)
     body = ", ".join(str(b) for b in (data or b"\0"))
@@ -144,11 +154,11 @@ def _extern(fn: ll.Function) -> str:
 def _signature(fn: ll.Function, cname: str, internal: bool) -> str:
     ft = fn.function_type
     args = ", ".join(f"{_ctype_of(a)} a{i}" for i, a in enumerate(ft.args)) or "void"
-    storage = "static " if internal else "__attribute__((visibility(\"default\"))) "
+    storage = "static " if internal else '__attribute__((visibility("default"))) '
     return f"{storage}{_ctype_of(ft.return_type)} {cname}({args})"
 
 
-# ---- constants ------------------------------------------------------------------------------------
+# ---- constants -----------------------------------------------------------------------------------
 
 
 def _undef(c: object) -> bool:
@@ -216,11 +226,21 @@ def _low_bits(n: int) -> int:
     return (1 << n) - 1 if n < 64 else (1 << 64) - 1
 
 
-# ---- the operation tables --------------------------------------------------------------------------
+# ---- the operation tables ------------------------------------------------------------------------
 
 _VEC_BINARY: dict[str, dict[str, str]] = {
-    "add": {"i8": "_mm512_add_epi8", "i16": "_mm512_add_epi16", "i32": "_mm512_add_epi32", "i64": "_mm512_add_epi64"},
-    "sub": {"i8": "_mm512_sub_epi8", "i16": "_mm512_sub_epi16", "i32": "_mm512_sub_epi32", "i64": "_mm512_sub_epi64"},
+    "add": {
+        "i8": "_mm512_add_epi8",
+        "i16": "_mm512_add_epi16",
+        "i32": "_mm512_add_epi32",
+        "i64": "_mm512_add_epi64",
+    },
+    "sub": {
+        "i8": "_mm512_sub_epi8",
+        "i16": "_mm512_sub_epi16",
+        "i32": "_mm512_sub_epi32",
+        "i64": "_mm512_sub_epi64",
+    },
     "mul": {"i16": "_mm512_mullo_epi16", "i32": "_mm512_mullo_epi32", "i64": "_mm512_mullo_epi64"},
     "and": {w: "_mm512_and_si512" for w in ("i8", "i16", "i32", "i64")},
     "or": {w: "_mm512_or_si512" for w in ("i8", "i16", "i32", "i64")},
@@ -310,8 +330,14 @@ _REDUCE_C = {"add": "+", "mul": "*", "and": "&", "or": "|", "xor": "^"}
 
 @dataclass
 class _Val:
+    """The C locals (or expressions) of one LLVM value. A lane mask made from chunk
+    comparisons also keeps those ``__mmask`` chunks (``native``: lanes per chunk, the
+    locals), so the selects and masked accesses right after it take them as they are
+    instead of cutting them back out of the 64-lane words."""
+
     parts: list[str]
     lay: Layout
+    native: tuple[int, list[str]] | None = None
 
 
 class _Translator:
@@ -419,13 +445,33 @@ class _Translator:
     def _words(value: int, n: int) -> list[str]:
         return [_int_lit((value >> (64 * k)) & ((1 << 64) - 1), 64) for k in range(n)]
 
-    def kmask(self, words: list[str], chunk: int, per: int) -> str:
-        """The ``__mmask`` of data chunk ``chunk`` (``per`` lanes) from mask words."""
+    def kmask(self, m: _Val, chunk: int, per: int) -> str:
+        """The ``__mmask`` of data chunk ``chunk`` (``per`` lanes) of the lane mask ``m``."""
+        if m.native is not None and m.native[0] == per:
+            return m.native[1][chunk] if chunk < len(m.native[1]) else "0"
+        words = m.parts
         word, shift = divmod(chunk * per, 64)
         if word >= len(words):
             return "0"
         w = words[word] if shift == 0 else f"({words[word]} >> {shift})"
         return f"(({mask_type(per)}){w})"
+
+    def define_mask(self, inst: ll.Instruction, chunk_masks: list[str], per: int, lanes: int) -> None:
+        """Define the lane mask ``inst`` from per-chunk ``__mmask`` expressions: they go to
+        ``__mmask`` locals first (spare lanes cleared), kept as the value's native form."""
+        mt = mask_type(per)
+        names = []
+        for k, m in enumerate(chunk_masks):
+            nm = f"k{self.count}_{k}"
+            self.decls.append((mt, nm))
+            valid = min(per, lanes - k * per)
+            self.emit(
+                f"{nm} = {m};" if valid == per else f"{nm} = ({mt})({m} & {_int_lit(_low_bits(valid), 64)});"
+            )
+            names.append(nm)
+        self.count += 1
+        self.define(inst, self.words_of(names, per, lanes))
+        self.values[id(inst)].native = (per, names)
 
     def words_of(self, chunk_masks: list[str], per: int, lanes: int) -> list[str]:
         """Mask words (spare bits cleared) from per-chunk ``__mmask`` expressions."""
@@ -501,10 +547,15 @@ class _Translator:
             assert el is not None
             pre.append(f"{el.scalar} {res}[{out.parts * el.per}] __attribute__((aligned(64))) = {{0}};")
             pre.append(f"for (int i = 0; i < {lanes}; i++) {res}[i] = ({el.scalar})({body});")
-            post = [f"{nm} = {_load_name(el)}((void const *)({res} + {c * el.per}));" for c, nm in enumerate(names)]
+            post = [
+                f"{nm} = {_load_name(el)}((void const *)({res} + {c * el.per}));"
+                for c, nm in enumerate(names)
+            ]
         elif out.kind == "mask":
             pre.append(f"uint64_t {res}[{out.parts}] = {{0}};")
-            pre.append(f"for (int i = 0; i < {lanes}; i++) {res}[i >> 6] |= (uint64_t)(({body}) & 1) << (i & 63);")
+            pre.append(
+                f"for (int i = 0; i < {lanes}; i++) {res}[i >> 6] |= (uint64_t)(({body}) & 1) << (i & 63);"
+            )
             post = [f"{nm} = {res}[{c}];" for c, nm in enumerate(names)]
         else:
             raise self.refuse("a lane-by-lane result must be a vector")
@@ -512,7 +563,9 @@ class _Translator:
 
 
 def _store_name(el: Element) -> str:
-    return {"__m512i": "_mm512_store_si512", "__m512": "_mm512_store_ps", "__m512d": "_mm512_store_pd"}[el.chunk]
+    return {"__m512i": "_mm512_store_si512", "__m512": "_mm512_store_ps", "__m512d": "_mm512_store_pd"}[
+        el.chunk
+    ]
 
 
 def _load_name(el: Element) -> str:
@@ -525,7 +578,7 @@ def _lane_type(el: Element, signed: bool = False) -> str:
     return _SIGNED_C[el.bits] if signed else _SCALAR_C[el.bits]
 
 
-# ---- handlers -------------------------------------------------------------------------------------------
+# ---- handlers ------------------------------------------------------------------------------------
 
 
 def _binary(t: _Translator, inst: ll.Instruction) -> None:
@@ -550,6 +603,12 @@ def _binary(t: _Translator, inst: ll.Instruction) -> None:
         c_op = {"and": "&", "or": "|", "xor": "^", "add": "^", "sub": "^", "mul": "&"}.get(op)
         if c_op is None:
             raise t.refuse(f"{op} on lane masks")
+        native = a.native or b.native
+        if native is not None:  # stay in __mmask chunks (kand/kor/kxor)
+            per = native[0]
+            chunks = [f"({t.kmask(a, k, per)} {c_op} {t.kmask(b, k, per)})" for k in range(len(native[1]))]
+            t.define_mask(inst, chunks, per, lay.lanes)
+            return
         t.define(inst, [f"({x} {c_op} {y})" for x, y in zip(a.parts, b.parts, strict=True)])
         return
     if lay.kind == "int" and lay.parts > 1:
@@ -624,7 +683,7 @@ def _icmp(t: _Translator, inst: ll.CompareInstr) -> None:
             f"_mm512_cmp_{kind}{el.bits}_mask({x}, {y}, _MM_CMPINT_{code})"
             for x, y in zip(a.parts, b.parts, strict=True)
         ]
-        t.define(inst, t.words_of(masks, el.per, src.lanes))
+        t.define_mask(inst, masks, el.per, src.lanes)
         return
     if src.kind == "mask":
         if pred not in ("==", "!="):
@@ -661,8 +720,10 @@ def _fcmp(t: _Translator, inst: ll.CompareInstr) -> None:
         pred = _FCMP.get(op)
         if pred is None:
             raise t.refuse(f"fcmp {op}")
-        masks = [f"_mm512_cmp_{el.suffix}_mask({x}, {y}, {pred})" for x, y in zip(a.parts, b.parts, strict=True)]
-        t.define(inst, t.words_of(masks, el.per, src.lanes))
+        masks = [
+            f"_mm512_cmp_{el.suffix}_mask({x}, {y}, {pred})" for x, y in zip(a.parts, b.parts, strict=True)
+        ]
+        t.define_mask(inst, masks, el.per, src.lanes)
         return
     template = _FCMP_C.get(op)
     if template is None:
@@ -678,20 +739,22 @@ def _select(t: _Translator, inst: ll.SelectInstr) -> None:
         t.define(inst, [f"({cond} ? {x} : {y})" for x, y in zip(a.parts, b.parts, strict=True)])
         return
     if lay.kind == "mask":
-        t.define(inst, [f"(({k} & {x}) | (~{k} & {y}))" for k, x, y in zip(c.parts, a.parts, b.parts, strict=True)])
+        t.define(
+            inst, [f"(({k} & {x}) | (~{k} & {y}))" for k, x, y in zip(c.parts, a.parts, b.parts, strict=True)]
+        )
         return
     el = lay.element
     assert el is not None
     t.define(
         inst,
         [
-            f"_mm512_mask_blend_{el.suffix}({t.kmask(c.parts, k, el.per)}, {y}, {x})"
+            f"_mm512_mask_blend_{el.suffix}({t.kmask(c, k, el.per)}, {y}, {x})"
             for k, (x, y) in enumerate(zip(a.parts, b.parts, strict=True))
         ],
     )
 
 
-# ---- casts ---------------------------------------------------------------------------------------------------
+# ---- casts ---------------------------------------------------------------------------------------
 
 
 def _cast(t: _Translator, inst: ll.CastInstr) -> None:
@@ -707,13 +770,13 @@ def _cast(t: _Translator, inst: ll.CastInstr) -> None:
             el = dst.element
             assert el is not None
             one = "-1" if op == "sext" else "1"
-            t.define(inst, [f"_mm512_maskz_set1_{el.isuffix}({t.kmask(a.parts, k, el.per)}, {one})"
+            t.define(inst, [f"_mm512_maskz_set1_{el.isuffix}({t.kmask(a, k, el.per)}, {one})"
                             for k in range(dst.parts)])  # fmt: skip
         elif src.kind == "vec" and dst.kind == "mask":
             el = src.element
             assert el is not None
             masks = [f"_mm512_test_{el.isuffix}_mask({x}, _mm512_set1_{el.isuffix}(1))" for x in a.parts]
-            t.define(inst, t.words_of(masks, el.per, src.lanes))
+            t.define_mask(inst, masks, el.per, src.lanes)
         elif src.kind == "int" and dst.kind == "int":
             t.define(inst, _resize_scalar(t, a, dst, op))
         else:
@@ -743,11 +806,9 @@ def _bitcast(t: _Translator, inst: ll.CastInstr, a: _Val, dst: Layout) -> None:
         s, d = src.element, dst.element
         assert s is not None and d is not None
         t.define(inst, [_cast_chunk(x, s.chunk, d.chunk) for x in a.parts])
-    elif {src.kind, dst.kind} <= {"mask", "int"} and src.parts == dst.parts and (
+    elif ({src.kind, dst.kind} <= {"mask", "int"} and src.parts == dst.parts and (
         src.kind == "int" or dst.kind == "int"
-    ) and (src.lanes or src.bits) == (dst.lanes or dst.bits):  # fmt: skip
-        t.define(inst, list(a.parts))
-    elif src.kind == dst.kind == "ptr":
+    ) and (src.lanes or src.bits) == (dst.lanes or dst.bits)) or src.kind == dst.kind == "ptr":  # fmt: skip
         t.define(inst, list(a.parts))
     elif src.kind in ("int", "float", "double") and dst.kind in ("int", "float", "double") and src.parts == 1:
         if src.bits != dst.bits or src.bits not in (32, 64):
@@ -762,7 +823,9 @@ def _resize_scalar(t: _Translator, a: _Val, dst: Layout, op: str) -> list[str]:
     if src.parts == 1 and dst.parts == 1:
         x = a.parts[0]
         if op == "sext":
-            return [f"({dst.ctype})((uint64_t){_sext_expr(x, src.bits)} & {_int_lit(_low_bits(dst.bits), 64)})"]
+            return [
+                f"({dst.ctype})((uint64_t){_sext_expr(x, src.bits)} & {_int_lit(_low_bits(dst.bits), 64)})"
+            ]
         if op == "trunc":
             return [f"({dst.ctype})({x} & {_int_lit(_low_bits(dst.bits), 64)})"]
         return [f"({dst.ctype}){x}"]
@@ -798,7 +861,9 @@ def _resize_ints(t: _Translator, a: _Val, dst: Layout, signed: bool) -> list[str
         conv = f"_mm512_cvtep{'i' if signed else 'u'}{s.bits}_epi{d.bits}"
         for j in range(dst.parts):
             c, p = divmod(j, f)
-            out.append(f"{conv}({_piece(a.parts[c], f, p)})" if c < len(a.parts) else "_mm512_setzero_si512()")
+            out.append(
+                f"{conv}({_piece(a.parts[c], f, p)})" if c < len(a.parts) else "_mm512_setzero_si512()"
+            )
         return out
     f = s.bits // d.bits
     conv = f"_mm512_cvtepi{s.bits}_epi{d.bits}"
@@ -818,7 +883,9 @@ def _pack(pieces: list[str | None], f: int) -> str:
         quads: list[str | None] = []
         for k in range(4):
             lo, hi = pieces[2 * k], pieces[2 * k + 1]
-            quads.append(None if lo is None and hi is None else f"_mm_unpacklo_epi64({lo or zero}, {hi or zero})")
+            quads.append(
+                None if lo is None and hi is None else f"_mm_unpacklo_epi64({lo or zero}, {hi or zero})"
+            )
         pieces = quads
     q = [p or "_mm_setzero_si128()" for p in pieces]
     return (
@@ -866,7 +933,7 @@ def _convert(t: _Translator, inst: ll.CastInstr, a: _Val, dst: Layout) -> None:
     t.define(inst, [f"({dst.ctype}){x}"])
 
 
-# ---- vector elements and permutations ---------------------------------------------------------------------
+# ---- vector elements and permutations ------------------------------------------------------------
 
 
 def _extractelement(t: _Translator, inst: ll.ExtractElement) -> None:
@@ -890,7 +957,8 @@ def _extractelement(t: _Translator, inst: ll.ExtractElement) -> None:
         e = f"(({gv}){v.parts[c]})[{lane}]"
     else:
         i = t.val(idx).parts[0]
-        e = f"({{ {gv} e_[] = {{{', '.join(f'({gv}){p}' for p in v.parts)}}}; e_[({i}) / {el.per}][({i}) % {el.per}]; }})"
+        table = ", ".join(f"({gv}){p}" for p in v.parts)
+        e = f"({{ {gv} e_[] = {{{table}}}; e_[({i}) / {el.per}][({i}) % {el.per}]; }})"
     t.define(inst, [f"(uint8_t *)(uintptr_t){e}" if out.kind == "ptr" else f"({out.ctype}){e}"])
 
 
@@ -1094,13 +1162,15 @@ def _shuffle_mask_words(a: _Val, b: _Val, mask: list[int | None], in_lanes: int,
                 terms.append(f"((0 - (({words[w]} >> {src}) & 1)) & {_int_lit(bits, 64)})")
         else:
             for (w, sh), bits in shifted.items():
-                moved = words[w] if sh == 0 else f"({words[w]} >> {sh})" if sh > 0 else f"({words[w]} << {-sh})"
+                moved = (
+                    words[w] if sh == 0 else f"({words[w]} >> {sh})" if sh > 0 else f"({words[w]} << {-sh})"
+                )
                 terms.append(f"({moved} & {_int_lit(bits, 64)})")
         out.append("(" + (" | ".join(terms) or "UINT64_C(0)") + ")")
     return out
 
 
-# ---- memory ------------------------------------------------------------------------------------------------
+# ---- memory --------------------------------------------------------------------------------------
 
 
 def _alloca(t: _Translator, inst: ll.AllocaInstr) -> None:
@@ -1149,10 +1219,15 @@ def _load(t: _Translator, inst: ll.LoadInstr) -> None:
     if lay.kind == "vec":
         el = lay.element
         assert el is not None
-        t.define(inst, [f"_mm512_maskz_loadu_{el.suffix}({t.valid_kmask(lay, k)}, (void const *)({p} + {64 * k}))"
+        load = f"_mm512_maskz_loadu_{el.suffix}"
+        t.define(inst, [f"{load}({t.valid_kmask(lay, k)}, (void const *)({p} + {64 * k}))"
                         for k in range(lay.parts)])  # fmt: skip
         return
-    if lay.kind == "ptr" or (lay.kind == "int" and lay.bits in (8, 16, 32, 64)) or lay.kind in ("float", "double"):
+    if (
+        lay.kind == "ptr"
+        or (lay.kind == "int" and lay.bits in (8, 16, 32, 64))
+        or lay.kind in ("float", "double")
+    ):
         ct = _SCALAR_C.get(lay.bits, lay.ctype) if lay.kind == "int" else lay.ctype
         t.define(inst, [f"({lay.ctype})({{ {ct} l_; memcpy(&l_, {p}, sizeof l_); l_; }})"])
         return
@@ -1177,9 +1252,15 @@ def _store(t: _Translator, inst: ll.StoreInstr) -> None:
         el = lay.element
         assert el is not None
         for k, part in enumerate(v.parts):
-            t.emit(f"_mm512_mask_storeu_{el.suffix}((void *)({p} + {64 * k}), {t.valid_kmask(lay, k)}, {part});")
+            t.emit(
+                f"_mm512_mask_storeu_{el.suffix}((void *)({p} + {64 * k}), {t.valid_kmask(lay, k)}, {part});"
+            )
         return
-    if lay.kind == "ptr" or (lay.kind == "int" and lay.bits in (8, 16, 32, 64)) or lay.kind in ("float", "double"):
+    if (
+        lay.kind == "ptr"
+        or (lay.kind == "int" and lay.bits in (8, 16, 32, 64))
+        or lay.kind in ("float", "double")
+    ):
         ct = _SCALAR_C.get(lay.bits, lay.ctype) if lay.kind == "int" else lay.ctype
         t.emit(f"{{ {ct} s_ = ({ct}){v.parts[0]}; memcpy({p}, &s_, sizeof s_); }}")
         return
@@ -1212,7 +1293,8 @@ def _cmpxchg(t: _Translator, inst: ll.CmpXchg) -> None:
     ct = _SCALAR_C[lay.bits]
     names = t.values[id(inst)].parts
     t.emit(
-        f"{{ {ct} e_ = ({ct}){cmp.parts[0]}; {names[1]} = __atomic_compare_exchange_n(({ct} *){ptr.parts[0]}, "
+        f"{{ {ct} e_ = ({ct}){cmp.parts[0]}; "
+        f"{names[1]} = __atomic_compare_exchange_n(({ct} *){ptr.parts[0]}, "
         f"&e_, ({ct}){new.parts[0]}, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST); {names[0]} = e_; }}"
     )
 
@@ -1238,7 +1320,7 @@ def _extractvalue(t: _Translator, inst: ll.ExtractValue) -> None:
     t.define(inst, [agg.parts[int(inst.indices[0])]])
 
 
-# ---- calls ---------------------------------------------------------------------------------------------------
+# ---- calls ---------------------------------------------------------------------------------------
 
 
 def _call(t: _Translator, inst: ll.CallInstr) -> None:
@@ -1283,7 +1365,7 @@ def _masked_load(t: _Translator, inst: ll.CallInstr) -> None:
     pt = t.val(passthru).parts
     out = []
     for k in range(lay.parts):
-        km, addr = t.kmask(m.parts, k, el.per), f"(void const *)({p} + {64 * k})"
+        km, addr = t.kmask(m, k, el.per), f"(void const *)({p} + {64 * k})"
         out.append(f"_mm512_maskz_loadu_{el.suffix}({km}, {addr})" if zero
                    else f"_mm512_mask_loadu_{el.suffix}({pt[k]}, {km}, {addr})")  # fmt: skip
     t.define(inst, out)
@@ -1295,7 +1377,7 @@ def _masked_store(t: _Translator, inst: ll.CallInstr) -> None:
     el = v.lay.element
     assert el is not None
     for k, part in enumerate(v.parts):
-        t.emit(f"_mm512_mask_storeu_{el.suffix}((void *)({p} + {64 * k}), {t.kmask(m.parts, k, el.per)}, {part});")
+        t.emit(f"_mm512_mask_storeu_{el.suffix}((void *)({p} + {64 * k}), {t.kmask(m, k, el.per)}, {part});")
 
 
 def _gather(t: _Translator, inst: ll.CallInstr) -> None:
@@ -1308,7 +1390,9 @@ def _gather(t: _Translator, inst: ll.CallInstr) -> None:
     if el.bits == 64:
         kind = "pd" if el.is_float else "epi64"
         for k in range(lay.parts):
-            out.append(f"_mm512_mask_i64gather_{kind}({pt[k]}, {t.kmask(m.parts, k, 8)}, {pv.parts[k]}, (void const *)0, 1)")
+            out.append(
+                f"_mm512_mask_i64gather_{kind}({pt[k]}, {t.kmask(m, k, 8)}, {pv.parts[k]}, {_PX_NULL}, 1)"
+            )
     elif el.bits == 32:
         kind = "ps" if el.is_float else "epi32"
         half = "_mm512_extractf32x8_ps" if el.is_float else "_mm512_extracti64x4_epi64"
@@ -1319,7 +1403,8 @@ def _gather(t: _Translator, inst: ll.CallInstr) -> None:
                 src = f"{low}({pt[k]})" if h == 0 else f"{half}({pt[k]}, 1)"
                 c = 2 * k + h
                 if c < len(pv.parts):
-                    src = f"_mm512_mask_i64gather_{kind}({src}, {t.kmask(m.parts, c, 8)}, {pv.parts[c]}, (void const *)0, 1)"
+                    km = t.kmask(m, c, 8)
+                    src = f"_mm512_mask_i64gather_{kind}({src}, {km}, {pv.parts[c]}, {_PX_NULL}, 1)"
                 pieces.append(src)
             if el.is_float:
                 out.append(f"_mm512_insertf32x8(_mm512_castps256_ps512({pieces[0]}), {pieces[1]}, 1)")
@@ -1342,7 +1427,8 @@ def _scatter(t: _Translator, inst: ll.CallInstr) -> None:
     if el.bits == 64:
         kind = "pd" if el.is_float else "epi64"
         for k, part in enumerate(v.parts):
-            t.emit(f"_mm512_mask_i64scatter_{kind}((void *)0, {t.kmask(m.parts, k, 8)}, {pv.parts[k]}, {part}, 1);")
+            km = t.kmask(m, k, 8)
+            t.emit(f"_mm512_mask_i64scatter_{kind}({_PX_NULL}, {km}, {pv.parts[k]}, {part}, 1);")
         return
     if el.bits != 32:
         raise t.refuse(f"a scatter of {el.name}")
@@ -1354,7 +1440,8 @@ def _scatter(t: _Translator, inst: ll.CallInstr) -> None:
             c = 2 * k + h
             if c < len(pv.parts):
                 src = f"{low}({part})" if h == 0 else f"{half}({part}, 1)"
-                t.emit(f"_mm512_mask_i64scatter_{kind}((void *)0, {t.kmask(m.parts, c, 8)}, {pv.parts[c]}, {src}, 1);")
+                km = t.kmask(m, c, 8)
+                t.emit(f"_mm512_mask_i64scatter_{kind}({_PX_NULL}, {km}, {pv.parts[c]}, {src}, 1);")
 
 
 def _memset(t: _Translator, inst: ll.CallInstr) -> None:
@@ -1372,7 +1459,13 @@ def _float_intrinsic(vec: str, scalar: str) -> Callable[[_Translator, ll.CallIns
         if lay.kind == "vec":
             el = lay.element
             assert el is not None
-            t.define(inst, [vec.format(*parts, s=el.suffix, b=el.bits) for parts in zip(*(a.parts for a in args), strict=True)])
+            t.define(
+                inst,
+                [
+                    vec.format(*parts, s=el.suffix, b=el.bits)
+                    for parts in zip(*(a.parts for a in args), strict=True)
+                ],
+            )
         else:
             f = "f" if lay.kind == "float" else ""
             t.define(inst, [scalar.format(*(a.parts[0] for a in args), f=f)])
@@ -1399,7 +1492,9 @@ def _copysign(t: _Translator, inst: ll.CallInstr) -> None:
     out = []
     for x, y in zip(a.parts, b.parts, strict=True):
         xi, yi = _cast_chunk(x, el.chunk, "__m512i"), _cast_chunk(y, el.chunk, "__m512i")
-        out.append(_cast_chunk(f"_mm512_ternarylogic_epi{el.bits}({xi}, {yi}, {mag}, 0xE4)", "__m512i", el.chunk))
+        out.append(
+            _cast_chunk(f"_mm512_ternarylogic_epi{el.bits}({xi}, {yi}, {mag}, 0xE4)", "__m512i", el.chunk)
+        )
     t.define(inst, out)
 
 
@@ -1422,7 +1517,13 @@ def _fma(t: _Translator, inst: ll.CallInstr) -> None:
     if lay.kind == "vec":
         el = lay.element
         assert el is not None
-        t.define(inst, [f"_mm512_fmadd_{el.suffix}({x}, {y}, {z})" for x, y, z in zip(a.parts, b.parts, c.parts, strict=True)])
+        t.define(
+            inst,
+            [
+                f"_mm512_fmadd_{el.suffix}({x}, {y}, {z})"
+                for x, y, z in zip(a.parts, b.parts, c.parts, strict=True)
+            ],
+        )
     else:
         f = "f" if lay.kind == "float" else ""
         t.define(inst, [f"__builtin_fma{f}({a.parts[0]}, {b.parts[0]}, {c.parts[0]})"])
@@ -1500,8 +1601,12 @@ def _reduce(t: _Translator, inst: ll.CallInstr) -> None:
     out = layout_of(inst.type)
     signed = kind in ("smin", "smax")
     if el.bits in (32, 64) and kind in ("add", "mul", "and", "or", "smin", "smax", "umin", "umax"):
-        name = {"smin": "min_epi", "smax": "max_epi", "umin": "min_epu", "umax": "max_epu"}.get(kind, f"{kind}_epi")
-        scalars = [f"_mm512_mask_reduce_{name}{el.bits}({t.valid_kmask(lay, k)}, {x})" for k, x in enumerate(a.parts)]
+        name = {"smin": "min_epi", "smax": "max_epi", "umin": "min_epu", "umax": "max_epu"}.get(
+            kind, f"{kind}_epi"
+        )
+        scalars = [
+            f"_mm512_mask_reduce_{name}{el.bits}({t.valid_kmask(lay, k)}, {x})" for k, x in enumerate(a.parts)
+        ]
     else:
         gv = _GVEC[el.name]
         n = -(-lay.lanes // el.per)
@@ -1568,7 +1673,7 @@ _INTRINSICS: dict[str, Callable[[_Translator, ll.CallInstr], None]] = {
 }
 
 
-# ---- control flow ----------------------------------------------------------------------------------------------
+# ---- control flow --------------------------------------------------------------------------------
 
 
 def _edge(t: _Translator, src: ll.Block, dst: ll.Block) -> str:

@@ -117,9 +117,7 @@ def plan_shuffle(
     chunks = in_chunks if in_chunks is not None else -(-in_lanes // per)
     plans = []
     for base in range(0, len(mask), per):
-        picks = [
-            None if m is None else _source(m, in_lanes, chunks, per) for m in mask[base : base + per]
-        ]
+        picks = [None if m is None else _source(m, in_lanes, chunks, per) for m in mask[base : base + per]]
         plans.append(plan_chunk(picks, per))
     return plans
 
