@@ -42,12 +42,12 @@ def lowered_ir(lifted: LiftedKernel) -> str:
 def emulated_ir(lifted: LiftedKernel) -> str:
     """The lowered kernel for this host: intrinsic calls go to their definitions."""
     width = register_width(max_lanes(lifted.module))
-    module, used = lower(lifted.module, EMU_PREFIX, width)
+    module, used = lower(lifted.module, EMU_PREFIX, width, memory=True)
     module.triple = ""
     text = str(module)
     # The lowering declared each intrinsic; the definitions replace the declarations.
     text = re.sub(r'^declare [^\n]*@"' + re.escape(EMU_PREFIX) + r"[^\n]*\n", "", text, flags=re.M)
-    return text + "\n" + emulation_ir(used, width)
+    return text + "\n" + emulation_ir(used, width, memory=True)
 
 
 def toolchain() -> str:

@@ -142,12 +142,16 @@ def _splat(name: str, typ: str, value: str) -> list[str]:
 class _Def:
     """One definition: a preamble that gives every argument as lanes, a body, an epilogue."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, memory: bool = False) -> None:
         self.name = name
         ret, args = SIGNATURES[name]
         self.ret = ret
         self.args = args
+        self.memory = memory
         self.lines: list[str] = []
+        for i, t in enumerate(args):
+            if memory and t in (_V, _M):
+                self.lines.append(f"  %p{i} = load {t}, {t}* %q{i}")
         self.vl = f"%p{len(args) - 1}" if args and args[-1] == "i32" and name.endswith("l") else None
         for i, t in enumerate(args):
             if t == _V:
@@ -163,9 +167,23 @@ class _Def:
         return self
 
     def text(self) -> str:
-        params = ", ".join(f"{t} %p{i}" for i, t in enumerate(self.args))
+        ret = self.ret
+        if self.memory:  # registers in memory: pointers in, the result through the first one
+            params = [f"{t}* %q{i}" if t in (_V, _M) else f"{t} %p{i}" for i, t in enumerate(self.args)]
+            if ret in (_V, _M):
+                params.insert(0, f"{ret}* %result")
+                ret = "void"
+        else:
+            params = [f"{t} %p{i}" for i, t in enumerate(self.args)]
         body = "\n".join(self.lines)
-        return f'define {self.ret} @"{emulation_name(self.name)}"({params}) noinline {{\nentry:\n{body}\n}}\n'
+        name = emulation_name(self.name)
+        return f'define {ret} @"{name}"({", ".join(params)}) noinline {{\nentry:\n{body}\n}}\n'
+
+    def returns(self, typ: str, value: str) -> None:
+        if self.memory:
+            self.add(f"  store {typ} {value}, {typ}* %result", "  ret void")
+        else:
+            self.add(f"  ret {typ} {value}")
 
     # epilogues
     def vector(self, res: str = "%res") -> str:
@@ -174,7 +192,8 @@ class _Def:
         if self.vl is not None:
             self.add(f"  %out = select <256 x i1> %act, {_I64V} {res}, {junk}")
             res = "%out"
-        self.add(f"  %outd = bitcast {_I64V} {res} to {_V}", f"  ret {_V} %outd")
+        self.add(f"  %outd = bitcast {_I64V} {res} to {_V}")
+        self.returns(_V, "%outd")
         return self.text()
 
     def mask(self, res: str = "%res") -> str:
@@ -182,7 +201,7 @@ class _Def:
             self.add(*_splat("junkm", "i1", "true"))
             self.add(f"  %out = select <256 x i1> %act, <256 x i1> {res}, <256 x i1> %junkm")
             res = "%out"
-        self.add(f"  ret {_M} {res}")
+        self.returns(_M, res)
         return self.text()
 
 
@@ -225,8 +244,8 @@ def _sign3(d: _Def, gt: str, lt: str) -> None:
     )
 
 
-def _define(name: str) -> str:
-    d = _Def(name)
+def _define(name: str, memory: bool = False) -> str:
+    d = _Def(name, memory)
     op, form = name.split(".")
     if op in _ILOGIC:
         ir_op = {"vaddsl": "add", "vsubsl": "sub", "vmulsl": "mul", "vand": "and", "vor": "or", "vxor": "xor"}
@@ -525,11 +544,12 @@ declare i32 @llvm.vector.reduce.smin.v256i32(<256 x i32>)
 """
 
 
-def emulation_ir(names: set[str] | None = None, width: int = 256) -> str:
+def emulation_ir(names: set[str] | None = None, width: int = 256, memory: bool = False) -> str:
     """Definitions (LLVM IR text) of the intrinsics ``names`` (all of `SIGNATURES` by default)
-    over registers of ``width`` elements (see `register_width`)."""
+    over registers of ``width`` elements (see `register_width`). With ``memory``, register
+    operands and results are passed as pointers (``ve_lower.lower(memory=True)``)."""
     wanted = sorted(SIGNATURES if names is None else names)
-    return _render(_SUPPORT + "\n".join(_define(n) for n in wanted), width)
+    return _render(_SUPPORT + "\n".join(_define(n, memory) for n in wanted), width)
 
 
 def register_width(max_vl: int) -> int:

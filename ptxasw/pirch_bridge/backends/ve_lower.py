@@ -40,6 +40,7 @@ _I1 = ll.IntType(1)
 _I32 = ll.IntType(32)
 _I64 = ll.IntType(64)
 _I8P = ll.IntType(8).as_pointer()
+_REGISTER_TYPES = ("<256 x double>", "<256 x i1>")
 
 
 @dataclass(frozen=True)
@@ -161,6 +162,8 @@ class _FunctionLowering:
         self.inst: ll.Instruction | None = None
         self.block: ll.Block | None = None  # the old block being lowered
         self.buffer: ll.Value | None = None
+        self.virtual: set[int] = set()
+        self.undef_slot: ll.Value | None = None
         self.edges: dict[tuple[int, int], ll.Block] = {}
         for a, na in zip(old.args, new.args, strict=True):
             na.name = a.name
@@ -182,8 +185,8 @@ class _FunctionLowering:
                 if isinstance(inst, ll.PhiInstr):
                     if isinstance(inst.type, ll.VectorType):
                         self._slot(inst)
-                    for value, pred in inst.incomings:
-                        if _is_vector_inst(value) and value.parent is not pred:
+                    for value, _ in inst.incomings:  # read on the edge, a block of its own
+                        if _is_vector_inst(value):
                             self._slot(value)
                     continue
                 for op in inst.operands:
@@ -249,7 +252,82 @@ class _FunctionLowering:
         raise self.refuse(f"a value defined later than its use ({v.get_reference()})")
 
     def call(self, name: str, *args: ll.Value) -> ll.Value:
-        return self.b.call(self.owner.intrinsic(name), list(args))
+        """Call intrinsic ``name``. In memory mode registers are pointers: a result goes to
+        a fresh virtual slot (`assign_slots` maps those onto a few real ones)."""
+        fn = self.owner.intrinsic(name)
+        ret = SIGNATURES[name][0]
+        if self.owner.memory and ret in _REGISTER_TYPES:
+            slot = self._virtual(self.owner.regs.of(ret))
+            self.b.call(fn, [slot, *args])
+            return slot
+        return self.b.call(fn, list(args))
+
+    def _virtual(self, t: ll.Type) -> ll.Value:
+        entry = self.new.entry_basic_block
+        saved = self.b.block
+        self.b.position_at_start(entry)
+        slot = self.b.alloca(t)
+        self.b.position_at_end(saved)
+        self.virtual.add(id(slot))
+        self.keep.append(slot)
+        return slot
+
+    def undefined(self) -> ll.Value:
+        """A register nobody wrote."""
+        if not self.owner.memory:
+            return ll.Constant(self.owner.regs.V, ll.Undefined)
+        if self.undef_slot is None:
+            saved = self.b.block
+            self.b.position_at_start(self.new.entry_basic_block)
+            self.undef_slot = self.b.alloca(self.owner.regs.V, name="ve.undef")
+            self.b.position_at_end(saved)
+        return self.undef_slot
+
+    def assign_slots(self) -> None:
+        """Memory mode: map the virtual result slots onto as few real ones as the values
+        live at once need (no register value lives across blocks: see `_plan_slots`),
+        by a linear scan of each block."""
+        entry = self.new.entry_basic_block
+        for v in [i for i in entry.instructions if id(i) in self.virtual]:
+            entry.instructions.remove(v)
+        free: dict[str, list[ll.Value]] = {}
+        saved = self.b.block
+        for blk in self.new.blocks:
+            last: dict[int, int] = {}
+            for k, inst in enumerate(blk.instructions):
+                for op in inst.operands:
+                    if id(op) in self.virtual:
+                        last[id(op)] = k
+            mapped: dict[int, ll.Value] = {}
+            for k, inst in enumerate(list(blk.instructions)):
+                ops = list(inst.operands)
+                for j, op in enumerate(ops):
+                    if id(op) in self.virtual:
+                        ops[j] = mapped.get(id(op)) or self._real_slot(op, mapped, free)
+                if ops != list(inst.operands):
+                    inst.operands = tuple(ops) if isinstance(inst.operands, tuple) else ops
+                    inst._clear_string_cache()
+                for vid in [v for v, at in last.items() if at == k]:
+                    del last[vid]
+                    real = mapped.pop(vid, None)
+                    if real is not None:
+                        free.setdefault(str(real.type), []).append(real)
+        if saved is not None:
+            self.b.position_at_end(saved)
+
+    def _real_slot(
+        self, op: ll.Value, mapped: dict[int, ll.Value], free: dict[str, list[ll.Value]]
+    ) -> ll.Value:
+        pool = free.setdefault(str(op.type), [])
+        if pool:
+            real = pool.pop()
+        else:
+            saved = self.b.block
+            self.b.position_at_start(self.new.entry_basic_block)
+            real = self.b.alloca(op.type.pointee, name="ve.reg")  # type: ignore[attr-defined]
+            self.b.position_at_end(saved)
+        mapped[id(op)] = real
+        return real
 
     def vl(self, n: int) -> ll.Constant:
         return ll.Constant(_I32, n)
@@ -348,7 +426,9 @@ class _FunctionLowering:
             edge = self.new.append_basic_block(f"{self.blocks[id(succ)].name}.from")
             self.b.position_at_end(edge)
             pred = self.block
+            self.block = None  # the edge's own block: values from slots
             values = [self.get(dict((id(b), v) for v, b in p.incomings)[id(pred)]) for p in phis]
+            self.block = pred
             for p, v in zip(phis, values, strict=True):
                 slot = self.slots[id(p)]
                 self.store_slot(v, slot.ptr, slot.lanes)
@@ -407,8 +487,9 @@ class _FunctionLowering:
 
 
 class _ModuleLowering:
-    def __init__(self, source: ll.Module, prefix: str, width: int) -> None:
+    def __init__(self, source: ll.Module, prefix: str, width: int, memory: bool) -> None:
         self.regs = _Registers(width)
+        self.memory = memory
         self.source = source
         self.prefix = prefix
         self.module = ll.Module(name=source.name)
@@ -421,9 +502,15 @@ class _ModuleLowering:
         fn = self.module.globals.get(full)
         if fn is None:
             ret, args = SIGNATURES[name]
-            fn = ll.Function(
-                self.module, ll.FunctionType(self.regs.of(ret), [self.regs.of(a) for a in args]), full
-            )
+            params = [self.regs.of(a) for a in args]
+            if self.memory:  # registers by pointer, the result through the first
+                params = [
+                    t.as_pointer() if a in _REGISTER_TYPES else t for a, t in zip(args, params, strict=True)
+                ]
+                if ret in _REGISTER_TYPES:
+                    params.insert(0, self.regs.of(ret).as_pointer())
+                    ret = "void"
+            fn = ll.Function(self.module, ll.FunctionType(self.regs.of(ret), params), full)
             self.used.add(name)
         return fn  # type: ignore[return-value]
 
@@ -460,7 +547,10 @@ class _ModuleLowering:
             if not fn.is_declaration:
                 bodies.append((fn, nfn))
         for fn, nfn in bodies:
-            _FunctionLowering(self, fn, nfn).run()
+            lowering = _FunctionLowering(self, fn, nfn)
+            lowering.run()
+            if self.memory:
+                lowering.assign_slots()
         return self.module
 
 
@@ -491,11 +581,16 @@ def max_lanes(module: ll.Module) -> int:
     return most
 
 
-def lower(module: ll.Module, prefix: str = PREFIX, width: int = MAX_LANES) -> tuple[ll.Module, set[str]]:
+def lower(
+    module: ll.Module, prefix: str = PREFIX, width: int = MAX_LANES, memory: bool = False
+) -> tuple[ll.Module, set[str]]:
     """``module`` rebuilt over VE registers of ``width`` elements (the VE's 256, or fewer
     for an emulation); intrinsics are named ``prefix + name`` (`ve_intrinsics.PREFIX`
-    for the VE, another prefix for the emulation). Also returns the intrinsics it uses."""
-    m = _ModuleLowering(module, prefix, width)
+    for the VE, another prefix for the emulation). Also returns the intrinsics it uses.
+
+    ``memory`` (for the emulation) passes registers to the intrinsics by pointer: the
+    same calls, but the host compiler spends no time moving 2 KiB values around."""
+    m = _ModuleLowering(module, prefix, width, memory)
     out = m.run()
     return out, m.used
 
@@ -866,7 +961,7 @@ def _v_insert(f: _FunctionLowering, inst: ll.Instruction) -> ll.Value:
     index = f.get(idx)
     if index.type.width != 32:  # type: ignore[attr-defined]
         index = f.b.trunc(index, _I32)
-    base = ll.Constant(f.owner.regs.V, ll.Undefined) if _is_undef(vec) else f.get(vec)
+    base = f.undefined() if _is_undef(vec) else f.get(vec)
     return f.call("lsv.vvss", base, index, f.scalar_bits(f.get(val), s.kind))
 
 
