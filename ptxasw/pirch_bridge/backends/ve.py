@@ -24,7 +24,7 @@ from ptxasw.pirch_bridge.backends.ve_lower import lower, max_lanes
 from ptxasw.pirch_bridge.jit import Compiled, compile_ir
 from ptxasw.pirch_bridge.lift import LiftedKernel
 
-__all__ = ["TRIPLE", "emit", "emulated_ir", "load_emulated", "lowered_ir", "toolchain"]
+__all__ = ["TRIPLE", "assemble", "emit", "emulated_ir", "load_emulated", "lowered_ir", "toolchain"]
 
 TRIPLE = "ve-unknown-linux-gnu"
 _DATALAYOUT = "e-m:e-i64:64-n32:64-S128-" + "-".join(f"v{1 << k}:64:64" for k in range(6, 15))
@@ -72,8 +72,11 @@ def _run(cmd: list[str], data: bytes, what: str) -> bytes:
 def emit(lifted: LiftedKernel, what: str = "ir") -> str | bytes:
     """``lifted`` for the VE: ``ir`` (LLVM IR text), ``asm`` (VE assembly) or ``obj`` (ELF)."""
     text = lowered_ir(lifted)
-    if what == "ir":
-        return text
+    return text if what == "ir" else assemble(text, what)
+
+
+def assemble(text: str, what: str = "obj") -> str | bytes:
+    """VE LLVM IR (`lowered_ir`) through ``llc``: assembly text (``asm``) or an object (``obj``)."""
     llc = toolchain()
     with tempfile.TemporaryDirectory(prefix="ptxasw-ve-") as tmp:
         out = Path(tmp) / ("k.s" if what == "asm" else "k.o")
@@ -85,4 +88,4 @@ def emit(lifted: LiftedKernel, what: str = "ir") -> str | bytes:
 
 def load_emulated(lifted: LiftedKernel) -> Compiled:
     """The lowered kernel compiled for this host with emulated VE intrinsics."""
-    return compile_ir(emulated_ir(lifted), opt=1)
+    return compile_ir(emulated_ir(lifted), opt=0)

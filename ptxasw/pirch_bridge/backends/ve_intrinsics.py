@@ -38,6 +38,7 @@ EMU_PREFIX = "ve.emu."
 
 _V = "<256 x double>"
 _M = "<256 x i1>"
+_ALIGN = {_V: 8, _M: 1}  # registers in memory: no more alignment than an i64 array's
 _TYPES = {"v": _V, "m": _M, "l": "i64", "w": "i32", "p": "i8*", "d": "double"}
 
 _ILOGIC = ("vaddsl", "vsubsl", "vmulsl", "vand", "vor", "vxor")
@@ -151,7 +152,7 @@ class _Def:
         self.lines: list[str] = []
         for i, t in enumerate(args):
             if memory and t in (_V, _M):
-                self.lines.append(f"  %p{i} = load {t}, {t}* %q{i}")
+                self.lines.append(f"  %p{i} = load {t}, {t}* %q{i}, align {_ALIGN[t]}")
         self.vl = f"%p{len(args) - 1}" if args and args[-1] == "i32" and name.endswith("l") else None
         for i, t in enumerate(args):
             if t == _V:
@@ -181,7 +182,7 @@ class _Def:
 
     def returns(self, typ: str, value: str) -> None:
         if self.memory:
-            self.add(f"  store {typ} {value}, {typ}* %result", "  ret void")
+            self.add(f"  store {typ} {value}, {typ}* %result, align {_ALIGN[typ]}", "  ret void")
         else:
             self.add(f"  ret {typ} {value}")
 
