@@ -812,10 +812,8 @@ _INT_BINARY = {
     ("sub", "i32"): "vsubswsx",
     ("mul", "i32"): "vmulswsx",
     ("shl", "i64"): "vsll",
-    ("shl", "i32"): "vsll",  # the lower word of a 64-bit shift by < 32
     ("lshr", "i64"): "vsrl",
     ("ashr", "i64"): "vsral",
-    ("ashr", "i32"): "vsrawsx",
 }
 _LOGIC = {"and": "vand", "or": "vor", "xor": "vxor"}
 _FLOAT_BINARY = {"fadd": "vfadd", "fsub": "vfsub", "fmul": "vfmul", "fdiv": "vfdiv"}
@@ -829,12 +827,25 @@ def _v_binary(f: _FunctionLowering, inst: ll.Instruction) -> ll.Value:
         return f.call(f"{_LOGIC[op]}.vvvl", a, c, f.vl(n))
     if op in _FLOAT_BINARY:
         return f.call(f"{_FLOAT_BINARY[op]}{'s' if s.kind == 'float' else 'd'}.vvvl", a, c, f.vl(n))
-    if op == "lshr" and s.kind == "i32":
-        return f.call("vsrl.vvvl", f.low32(a, n), c, f.vl(n))
+    if op in ("shl", "lshr", "ashr") and s.kind == "i32":
+        return _shift32(f, op, a, c, n)
     name = _INT_BINARY.get((op, s.kind))
     if name is None:
         raise f.refuse(f"no VE vector form for {op} on {s.kind}")
     return f.call(f"{name}.vvvl", a, c, f.vl(n))
+
+
+def _shift32(f: _FunctionLowering, op: str, a: ll.Value, c: ll.Value, n: int) -> ll.Value:
+    """32-bit shifts as 64-bit ones (``vsll``/``vsrl``/``vsral``) of the value extended as the
+    shift needs, by the amount's lower word zero-extended: the lower word of the result is
+    exact for amounts < 32 (larger ones are poison in LLVM), whatever the upper words held."""
+    amount = f.low32(c, n)
+    if op == "shl":
+        return f.call("vsll.vvvl", a, amount, f.vl(n))
+    if op == "lshr":
+        return f.call("vsrl.vvvl", f.low32(a, n), amount, f.vl(n))
+    signed = f.call("vaddswsx.vsvl", ll.Constant(_I32, 0), a, f.vl(n))  # sign-extend the lower word
+    return f.call("vsral.vvvl", signed, amount, f.vl(n))
 
 
 def _v_fneg(f: _FunctionLowering, inst: ll.Instruction) -> ll.Value:
@@ -885,12 +896,13 @@ def _v_icmp(f: _FunctionLowering, inst: ll.Instruction) -> ll.Value:
             return differ
         return f.call("vxor.vsvl", ll.Constant(_I64, (1 << 64) - 1), differ, f.vl(n))
     signed, cc = _ICMP[inst.op]  # type: ignore[attr-defined]
-    if s.kind == "i32":
-        cmp = "vcmpswsx" if signed else "vcmpuw"
-        diff = f.call(f"{cmp}.vvvl", f.get(a), f.get(c), f.vl(n))
-        return f.from_mask(f.call(f"vfmkw{cc}.mvl", diff, f.vl(n)), n)
-    cmp = "vcmpsl" if signed else "vcmpul"
-    diff = f.call(f"{cmp}.vvvl", f.get(a), f.get(c), f.vl(n))
+    x, y = f.get(a), f.get(c)
+    if s.kind == "i32" and signed:  # vcmps.w.sx: the lower words, its result sign-extended
+        diff = f.call("vcmpswsx.vvvl", x, y, f.vl(n))
+    else:  # unsigned words compare as zero-extended longs
+        if s.kind == "i32":
+            x, y = f.low32(x, n), f.low32(y, n)
+        diff = f.call(f"{'vcmpsl' if signed else 'vcmpul'}.vvvl", x, y, f.vl(n))
     return f.from_mask(f.call(f"vfmkl{cc}.mvl", diff, f.vl(n)), n)
 
 
