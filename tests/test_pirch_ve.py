@@ -2,7 +2,7 @@
 
 Lifted kernels lowered to ``llvm.ve.vl.*`` intrinsics and run with the
 emulated intrinsics equal the interpreter bit for bit (every LIFT_CASES
-kernel, and packs up to 64 lanes), and LLVM 14's ``llc -march=ve`` compiles
+kernel, and packs up to 256 lanes), and LLVM 14's ``llc -march=ve`` compiles
 every one of them. The emulated intrinsics are checked one by one against
 NumPy: lanes >= vl are junk, masked-off lanes untouched, 32-bit lanes in the
 lower word and floats in the upper word.
@@ -28,8 +28,9 @@ from ptxasw.pirch_bridge.lift import lift_kernel
 from tests.test_pirch_cli import WARP_SUM
 from tests.test_pirch_kernels import LIFT_CASES, _bits
 
-# And a pack that fills 64 lanes (LIFT_CASES go up to 128, block_reduce_f32's 4 warps).
-VE_CASES = [*LIFT_CASES, ("vote", 32, 2)]
+# And packs that fill 64 and all 256 lanes of a VE register (LIFT_CASES reach 128,
+# block_reduce_f32's 4 warps).
+VE_CASES = [*LIFT_CASES, ("vote", 32, 2), ("allreduce_u32", 8, 32), ("reduce_u32", 32, 8)]
 
 
 def _have_ve() -> bool:
@@ -386,3 +387,14 @@ def test_every_intrinsic_has_a_definition() -> None:
     text = emulation_ir()
     for name in SIGNATURES:
         assert f'@"{emulation_name(name)}"(' in text, name
+
+
+def test_missing_llc_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ptxasw.parser import parse_ptx
+
+    lifted = lift_kernel(parse_ptx(WARP_SUM, "warpsum.ptx"))
+    assert "llvm.ve.vl." in str(ve.emit(lifted, "ir"))  # the IR needs no tools
+    monkeypatch.setattr(ve.shutil, "which", lambda name: None)
+    with pytest.raises(PtxError) as info:
+        ve.emit(lifted, "asm")
+    assert "llc" in str(info.value) and "\n" not in str(info.value)

@@ -4,20 +4,30 @@ The lifter's IR computes on ``<N x T>`` vectors (N lanes, N <= 256 here).
 This pass rebuilds the module instruction by instruction: every such value
 becomes one VE vector register (``<256 x double>``, vector length N) and
 every vector operation a call of a VE intrinsic (`ve_intrinsics.SIGNATURES`);
-``<N x i1>`` lane masks become vector registers too, of 0 and all-ones
-elements, turned into a VE mask register (``<256 x i1>``, ``vfmk``) only
-where an instruction takes one: LLVM 14's VE back end cannot spill mask
-registers, and the VE has only 16, so none may live long. Scalar code is
-copied as it is. Within an element, 64-bit lanes fill it, 32-bit integers
-sit in its lower half (the upper half is left undefined, so every operation
-reads lower words only: the ``w`` forms, or an explicit zero extension) and
-``float`` sits in its upper half, as the VE's single-precision forms want.
+scalar code is copied as it is. Within an element, 64-bit lanes fill it,
+32-bit integers sit in its lower half (the upper half is left undefined, so
+every operation reads lower words only: the ``w`` forms, or an explicit zero
+or sign extension) and ``float`` sits in its upper half, as the VE's
+single-precision forms want.
+
+LLVM 14's VE back end can spill neither vector nor mask registers, so no
+register value may live long:
+
+- ``<N x i1>`` lane masks are vector registers of 0 and all-ones elements,
+  turned into a VE mask register (``vfmk``) right where an instruction takes one;
+- the lifter's register allocas, vector phis and values used outside their
+  block live in stack slots (``[256 x i64]``), written with ``vst`` and read
+  with ``vld`` at each use; a phi's slot is written on its incoming edges
+  (a block per edge, every incoming value read before any slot is written).
 
 Masked loads use gathers (``vgt*`` with a mask): ``vld`` has no mask, and a
 lane outside the mask may point past the buffer. ``bitcast <N x i1> to iN``
 only feeds the lifter's "any/all/same lanes" tests, so those comparisons are
 lowered to population counts (``pcvm``) and the integer never exists.
 Whatever has no exact VE form raises `PtxError` naming the instruction.
+
+For the emulation (`lower` with ``memory=True``) the same calls pass their
+registers by pointer, so the host compiler never moves 2 KiB values around.
 """
 
 from __future__ import annotations
