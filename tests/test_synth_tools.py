@@ -193,6 +193,19 @@ def test_analyze_json_and_html(tmp_path: Path) -> None:
     assert "non-constant delta" in page
 
 
+def test_analyze_from_stdin_keeps_the_text(tmp_path: Path) -> None:
+    """The file is read once; standard input's PTX is on the page too (it was left out)."""
+    html = tmp_path / "r.html"
+    text = EXAMPLE.read_text()
+    result = CliRunner().invoke(cli, ["analyze", "-", "--json", "--html", str(html)], input=text)
+    assert result.exit_code == 0, result.output
+    (kernel,) = json.loads(result.output)["kernels"]
+    assert (kernel["loads"], kernel["shuffles"]) == (5, 2)
+    page = html.read_text()
+    assert page.count("load-shuffle") >= 2
+    assert "ld.global.nc.f32" in page or "ld.global.f32" in page
+
+
 def test_analyze_text() -> None:
     result = CliRunner().invoke(cli, ["analyze", str(EXAMPLE), "--max-delta", "1"])
     assert result.exit_code == 0, result.output

@@ -19,7 +19,7 @@ import click
 
 from ptxasw.cli.common import check_kernels, fail, synthesis_options, write_text
 from ptxasw.errors import PtxError
-from ptxasw.parser import read_ptx
+from ptxasw.parser import parse_ptx, read_text
 
 __all__ = ["analyze_command"]
 
@@ -47,7 +47,7 @@ def analyze_command(
     modules: dict[str, tuple[Any, str]] = {}
     plans: list[tuple[str, Any]] = []
     try:
-        parsed = [(path, read_ptx(path), _text(path)) for path in sources]
+        parsed = [(path, *_read(path)) for path in sources]
         check_kernels(sorted({fn.name for _, m, _ in parsed for fn in m.kernels}), kernels)
     except PtxError as exc:
         fail(exc)
@@ -70,13 +70,10 @@ def analyze_command(
         _print_text(data)
 
 
-def _text(path: str) -> str:
-    if path == "-":
-        return ""
-    try:
-        return Path(path).read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise PtxError(f"cannot read {path}: {exc.strerror or exc}") from None
+def _read(path: str) -> tuple[Any, str]:
+    """The module and its text (the report shows the PTX), from one read of the file."""
+    text = read_text(path)
+    return parse_ptx(text, "<stdin>" if path == "-" else path), text
 
 
 def _print_text(data: dict[str, Any]) -> None:

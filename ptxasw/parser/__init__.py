@@ -4,6 +4,6 @@
 `ptxasw.ir.Module`; errors are `ptxasw.errors.PtxError` with a position.
 """
 
-from ptxasw.parser.frontend import parse_file, parse_ptx, read_ptx
+from ptxasw.parser.frontend import parse_file, parse_ptx, read_ptx, read_text
 
-__all__ = ["parse_file", "parse_ptx", "read_ptx"]
+__all__ = ["parse_file", "parse_ptx", "read_ptx", "read_text"]

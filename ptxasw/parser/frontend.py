@@ -851,14 +851,20 @@ def parse_file(path: str | Path) -> ir.Module:
     An unreadable or non-UTF-8 file is a `PtxError` with the file's position.
     """
     source = str(path)
+    return parse_ptx(read_text(source), source)
+
+
+def read_text(source: str) -> str:
+    """The text of a file named on a command line (``-``: standard input), as its
+    bytes are: no newline translation, and bad UTF-8 is a `PtxError` at its byte."""
+    if source == "-":
+        return _decode(sys.stdin.buffer.read(), "<stdin>")
     try:
         data = Path(source).read_bytes()
     except OSError as exc:
         # No position: the file has none. Said like the commands' output errors.
         raise PtxError(f"cannot read {source}: {exc.strerror or exc}") from None
-    text = _decode(data, source)
-    del data  # not kept beside the text and the IR while parsing: that is 1x the input
-    return parse_ptx(text, source)
+    return _decode(data, source)  # the bytes are not kept beside the text and the IR
 
 
 def _decode(data: bytes, source: str) -> str:
@@ -882,10 +888,7 @@ def _byte_loc(source: str, data: bytes, offset: int) -> ir.SourceLoc:
 
 def read_ptx(source: str) -> ir.Module:
     """Parse a file named on a command line, or standard input for ``-``."""
-    if source == "-":
-        # Bytes, as for files: no newline translation, and bad UTF-8 is a PtxError.
-        return parse_ptx(_decode(sys.stdin.buffer.read(), "<stdin>"), "<stdin>")
-    return parse_file(source)
+    return parse_ptx(read_text(source), "<stdin>" if source == "-" else source)
 
 
 def _syntax_error(exc: UnexpectedInput, text: str, path: str) -> PtxError:
