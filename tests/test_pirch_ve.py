@@ -11,6 +11,7 @@ lower word and floats in the upper word.
 from __future__ import annotations
 
 import ctypes
+import functools
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -25,8 +26,10 @@ from ptxasw.pirch_bridge.backends import ve
 from ptxasw.pirch_bridge.backends.ve_intrinsics import JUNK, SIGNATURES, emulation_ir, emulation_name
 from ptxasw.pirch_bridge.jit import compile_ir
 from ptxasw.pirch_bridge.lift import lift_kernel
+from tests import test_pirch_lift as lift_tests
 from tests.test_pirch_cli import WARP_SUM
 from tests.test_pirch_kernels import LIFT_CASES, _bits
+from tests.test_pirch_lift import pirch_debug_ptx, pirch_ptx  # noqa: F401 - fixtures used below
 
 # And packs that fill 64 and all 256 lanes of a VE register (LIFT_CASES reach 128,
 # block_reduce_f32's 4 warps).
@@ -75,10 +78,43 @@ def test_ve_emulated_equals_interpreter(name: str, wg: int, pack: int) -> None:
         )
 
 
+# tests/test_pirch_lift.py's kernels (pirch.cu: shuffles in every mode, votes, atomics in
+# lane order, shared memory across warps, module variables, a -G build), one configuration
+# each, compared the same way with the interpreter but run by the VE emulation.
+PIRCH_CU = [
+    ("test_elementwise_float_and_integer", (16, 1)),
+    ("test_divergent_loop_and_gathers", (8, 2)),
+    ("test_shuffles", (16, 2)),
+    ("test_shuffle_lanes_at_run_time", (8, 2)),
+    ("test_votes_match_and_redux", (16, 2)),
+    ("test_blocks_of_several_warps_with_shared_memory", (2,)),
+    ("test_atomics_in_lane_order", (32, 1)),
+    ("test_module_variables", ()),
+    ("test_generic_addresses_of_shared_memory", (2,)),
+    ("test_debug_build", ()),
+]
+
+
+@pytest.mark.parametrize(("test", "config"), PIRCH_CU, ids=[t for t, _ in PIRCH_CU])
+def test_pirch_cu_kernels_on_ve_emulation(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, test: str, config: tuple[int, ...]
+) -> None:
+    from ptxasw.pirch_bridge.runtime import launch_lifted
+
+    monkeypatch.setattr(lift_tests, "launch_lifted", functools.partial(launch_lifted, engine="ve-emulated"))
+    fn = getattr(lift_tests, test)
+    fixtures = [
+        request.getfixturevalue(p)
+        for p in fn.__code__.co_varnames[: fn.__code__.co_argcount]
+        if p in ("pirch_ptx", "pirch_debug_ptx")
+    ]
+    fn(*fixtures, *config)
+
+
 @needs_nvcc
 @pytest.mark.skipif(not _have_ve(), reason="no llc with the VE target")
 def test_llc_compiles_every_case_for_ve() -> None:
-    """Every case's VE IR through ``llc -march=ve -mattr=+vpu`` to an EM_VE object
+    """Every kernel's VE IR through ``llc -march=ve -mattr=+vpu`` to an EM_VE object
     (the llc runs in parallel: one test, every failure listed)."""
 
     def build(case: tuple[str, int, int]) -> str | None:
@@ -93,8 +129,11 @@ def test_llc_compiles_every_case_for_ve() -> None:
             return f"{case}: not an EM_VE ELF object"
         return None
 
+    # Each kernel once (its first case), and the widest packs.
+    cases = list({name: (name, wg, pack) for name, wg, pack in reversed(LIFT_CASES)}.values())
+    cases += [c for c in VE_CASES if c not in LIFT_CASES]
     with ThreadPoolExecutor(2) as pool:
-        problems = [p for p in pool.map(build, VE_CASES) if p is not None]
+        problems = [p for p in pool.map(build, cases) if p is not None]
     assert not problems, "\n".join(problems)
 
 

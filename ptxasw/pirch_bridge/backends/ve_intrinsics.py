@@ -74,7 +74,7 @@ _REDUCTIONS = ("vsuml", "vror", "vrand", "vrxor", "vrmaxslfst", "vrminslfst", "v
 def _signatures() -> dict[str, tuple[str, tuple[str, ...]]]:
     """Intrinsic name (without ``llvm.ve.vl.``) -> (result, arguments) in `_TYPES` letters."""
     sig: dict[str, tuple[str, tuple[str, ...]]] = {}
-    for op in (*_ILOGIC, *_WARITH, *_CMPS, *_FARITH, *_FCMPS, *_SHIFTS, "vsrawsx"):
+    for op in (*_ILOGIC, *_WARITH, *_CMPS, *_FARITH, *_FCMPS, *_SHIFTS, "vsrawsx", "vdivul", "vdivsl"):
         sig[f"{op}.vvvl"] = ("v", ("v", "v", "w"))
     for op in _ILOGIC:
         sig[f"{op}.vsvl"] = ("v", ("l", "v", "w"))
@@ -94,6 +94,8 @@ def _signatures() -> dict[str, tuple[str, tuple[str, ...]]]:
     sig["pcvm.sml"] = ("l", ("m", "w"))
     sig["vmrg.vvvml"] = ("v", ("v", "v", "m", "w"))
     sig["vcvtds.vvl"] = ("v", ("v", "w"))
+    sig["vfsqrtd.vvl"] = ("v", ("v", "w"))
+    sig["vfsqrts.vvl"] = ("v", ("v", "w"))
     sig["vcvtsd.vvl"] = ("v", ("v", "w"))
     sig["vbrdl.vsl"] = ("v", ("l", "w"))
     sig["vseq.vl"] = ("v", ("w",))
@@ -251,6 +253,24 @@ def _define(name: str, memory: bool = False) -> str:
     if op in _ILOGIC:
         ir_op = {"vaddsl": "add", "vsubsl": "sub", "vmulsl": "mul", "vand": "and", "vor": "or", "vxor": "xor"}
         return d.add(f"  %res = {ir_op[op]} {_I64V} %a0, %a1").vector()
+    if op in ("vdivul", "vdivsl"):
+        # A zero divisor (and signed MIN / -1) has no defined quotient: junk.
+        signed = op == "vdivsl"
+        d.add(f"  %bad0 = icmp eq {_I64V} %a1, zeroinitializer")
+        if signed:
+            d.add(
+                f"  %min = icmp eq {_I64V} %a0, {_const64(-(1 << 63))}",
+                f"  %m1 = icmp eq {_I64V} %a1, {_const64(-1)}",
+                "  %ovf = and <256 x i1> %min, %m1",
+                "  %bad = or <256 x i1> %bad0, %ovf",
+            )
+        bad = "%bad" if signed else "%bad0"
+        d.add(
+            f"  %safe = select <256 x i1> {bad}, {_I64V} {_const64(1)}, {_I64V} %a1",
+            f"  %q = {'sdiv' if signed else 'udiv'} {_I64V} %a0, %safe",
+            f"  %res = select <256 x i1> {bad}, {_I64V} {_const64(JUNK)}, {_I64V} %q",
+        )
+        return d.vector()
     if op in _WARITH:
         ir_op = {"vaddswsx": "add", "vsubswsx": "sub", "vmulswsx": "mul"}[op]
         if form == "vsvl":  # a 32-bit scalar first
@@ -312,6 +332,16 @@ def _define(name: str, memory: bool = False) -> str:
         return d.text()
     if op == "vmrg":
         return d.add(f"  %res = select {_M} %p2, {_I64V} %a1, {_I64V} %a0").vector()
+    if op in ("vfsqrtd", "vfsqrts"):
+        if op == "vfsqrts":
+            _upper_float(d, "%a0", "%f")
+            d.add("  %r = call <256 x float> @llvm.sqrt.v256f32(<256 x float> %f)")
+            _to_upper(d, "%r", "%res")
+        else:
+            d.add(f"  %f = bitcast {_I64V} %a0 to <256 x double>")
+            d.add("  %r = call <256 x double> @llvm.sqrt.v256f64(<256 x double> %f)")
+            d.add(f"  %res = bitcast <256 x double> %r to {_I64V}")
+        return d.vector()
     if op == "vcvtds":
         _upper_float(d, "%a0", "%f")
         d.add(
@@ -535,6 +565,8 @@ declare void @llvm.masked.scatter.v256i32.v256p0i32(<256 x i32>, <256 x i32*>, i
 declare <256 x double> @llvm.fma.v256f64(<256 x double>, <256 x double>, <256 x double>)
 declare <256 x float> @llvm.fma.v256f32(<256 x float>, <256 x float>, <256 x float>)
 declare i64 @llvm.vector.reduce.add.v256i64(<256 x i64>)
+declare <256 x double> @llvm.sqrt.v256f64(<256 x double>)
+declare <256 x float> @llvm.sqrt.v256f32(<256 x float>)
 declare i64 @llvm.vector.reduce.or.v256i64(<256 x i64>)
 declare i64 @llvm.vector.reduce.and.v256i64(<256 x i64>)
 declare i64 @llvm.vector.reduce.xor.v256i64(<256 x i64>)

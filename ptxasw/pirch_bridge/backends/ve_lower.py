@@ -121,7 +121,7 @@ def _shape(t: ll.Type, what: str) -> _Shape:
         )
     e = t.element
     if isinstance(e, ll.IntType):
-        kind = {1: "mask", 32: "i32", 64: "i64"}.get(e.width)
+        kind = {1: "mask", 8: "i8", 16: "i16", 32: "i32", 64: "i64"}.get(e.width)
         if kind is None:
             raise PtxError(f"--target ve: no VE vector form for {t} ({what})")
     elif isinstance(e, ll.DoubleType):
@@ -393,7 +393,18 @@ class _FunctionLowering:
 
     def low32(self, v: ll.Value, n: int) -> ll.Value:
         """Zero-extend the lower words (the upper halves of 32-bit lanes are undefined)."""
-        return self.call("vand.vsvl", ll.Constant(_I64, 0xFFFF_FFFF), v, self.vl(n))
+        return self.zext_bits(v, 32, n)
+
+    def zext_bits(self, v: ll.Value, width: int, n: int) -> ll.Value:
+        """The low ``width`` bits of each element, zero-extended."""
+        return self.call("vand.vsvl", ll.Constant(_I64, (1 << width) - 1), v, self.vl(n))
+
+    def sext_bits(self, v: ll.Value, width: int, n: int) -> ll.Value:
+        """The low ``width`` bits of each element, sign-extended."""
+        if width == 32:
+            return self.call("vaddswsx.vsvl", ll.Constant(_I32, 0), v, self.vl(n))
+        up = self.call("vsll.vvsl", v, ll.Constant(_I64, 64 - width), self.vl(n))
+        return self.call("vsral.vvsl", up, ll.Constant(_I64, 64 - width), self.vl(n))
 
     def scratch(self) -> ll.Value:
         """A 4 KiB stack buffer (two registers) for lane permutations, in the entry block."""
@@ -676,7 +687,8 @@ def _s_alloca(f: _FunctionLowering, inst: ll.Instruction) -> ll.Value:
     if isinstance(t, ll.VectorType):  # a register: a slot
         _shape(t, "a register")
         return f.register_slot(inst.name)
-    a = f.b.alloca(f.owner.regs.map(t), name=inst.name)
+    count = f.get(inst.operands[0]) if inst.operands else None  # alloca T, i64 N
+    a = f.b.alloca(f.owner.regs.map(t), size=count, name=inst.name)
     a.align = inst.align  # type: ignore[attr-defined]
     return a
 
@@ -694,9 +706,9 @@ def _s_load(f: _FunctionLowering, inst: ll.Instruction) -> ll.Value:
     s = _shape(inst.type, "a load")
     if id(ptr) in f.registers:
         return f.load_slot(f.get(ptr), s.lanes)
-    name = _MEMORY_LOAD[s.kind]  # a vector in memory: consecutive elements
+    name = _MEMORY_LOAD.get(s.kind)  # a vector in memory: consecutive elements
     if name is None:
-        raise f.refuse("a lane mask loaded from memory")
+        raise f.refuse(f"no VE vector load of {s.kind} lanes")
     base = f.b.bitcast(f.get(ptr), _I8P)
     return f.call(f"{name}.vssl", ll.Constant(_I64, s.size), base, f.vl(s.lanes))
 
@@ -711,9 +723,9 @@ def _s_store(f: _FunctionLowering, inst: ll.Instruction) -> None:
     if id(ptr) in f.registers:
         f.store_slot(f.get(value), f.get(ptr), s.lanes)
         return
-    name = _MEMORY_STORE[s.kind]
+    name = _MEMORY_STORE.get(s.kind)
     if name is None:
-        raise f.refuse("a lane mask stored to memory")
+        raise f.refuse(f"no VE vector store of {s.kind} lanes")
     base = f.b.bitcast(f.get(ptr), _I8P)
     every = f.call("vfmklat.ml", f.vl(s.lanes))
     f.call(f"{name}.vssml", f.get(value), ll.Constant(_I64, s.size), base, every, f.vl(s.lanes))
@@ -786,6 +798,17 @@ _SCALAR: dict[str, _Handler] = {
     "ret": _s_ret,
     "ret void": _s_ret,
     "extractelement": _s_extract,
+    "load atomic": lambda f, i: f.b.load_atomic(f.get(i.operands[0]), i.ordering, i.align),
+    "store atomic": lambda f, i: f.b.store_atomic(
+        f.get(i.operands[0]), f.get(i.operands[1]), i.ordering, i.align
+    ),
+    "atomicrmw": lambda f, i: f.b.atomic_rmw(
+        i.operation, f.get(i.operands[0]), f.get(i.operands[1]), i.ordering
+    ),
+    "cmpxchg": lambda f, i: f.b.cmpxchg(*(f.get(o) for o in i.operands), i.ordering, i.failordering),
+    "fence": lambda f, i: f.b.fence(i.ordering, i.targetscope),
+    "extractvalue": lambda f, i: f.b.extract_value(f.get(i.operands[0]), i.indices),
+    "insertvalue": lambda f, i: f.b.insert_value(f.get(i.operands[0]), f.get(i.operands[1]), i.indices),
 }
 
 
@@ -825,6 +848,9 @@ _INT_BINARY = {
     ("lshr", "i64"): "vsrl",
     ("ashr", "i64"): "vsral",
 }
+for _k in ("i8", "i16"):  # the low bits of the word forms
+    _INT_BINARY.update({("add", _k): "vaddswsx", ("sub", _k): "vsubswsx", ("mul", _k): "vmulswsx"})
+_NARROW = {"i8": 8, "i16": 16, "i32": 32}
 _LOGIC = {"and": "vand", "or": "vor", "xor": "vxor"}
 _FLOAT_BINARY = {"fadd": "vfadd", "fsub": "vfsub", "fmul": "vfmul", "fdiv": "vfdiv"}
 
@@ -837,25 +863,41 @@ def _v_binary(f: _FunctionLowering, inst: ll.Instruction) -> ll.Value:
         return f.call(f"{_LOGIC[op]}.vvvl", a, c, f.vl(n))
     if op in _FLOAT_BINARY:
         return f.call(f"{_FLOAT_BINARY[op]}{'s' if s.kind == 'float' else 'd'}.vvvl", a, c, f.vl(n))
-    if op in ("shl", "lshr", "ashr") and s.kind == "i32":
-        return _shift32(f, op, a, c, n)
+    if op in ("shl", "lshr", "ashr") and s.kind in _NARROW:
+        return _shift_narrow(f, op, _NARROW[s.kind], a, c, n)
+    if op in ("udiv", "sdiv", "urem", "srem") and s.kind in ("i64", *_NARROW):
+        return _divide(f, op, s.kind, a, c, n)
     name = _INT_BINARY.get((op, s.kind))
     if name is None:
         raise f.refuse(f"no VE vector form for {op} on {s.kind}")
     return f.call(f"{name}.vvvl", a, c, f.vl(n))
 
 
-def _shift32(f: _FunctionLowering, op: str, a: ll.Value, c: ll.Value, n: int) -> ll.Value:
-    """32-bit shifts as 64-bit ones (``vsll``/``vsrl``/``vsral``) of the value extended as the
-    shift needs, by the amount's lower word zero-extended: the lower word of the result is
-    exact for amounts < 32 (larger ones are poison in LLVM), whatever the upper words held."""
-    amount = f.low32(c, n)
+def _shift_narrow(f: _FunctionLowering, op: str, width: int, a: ll.Value, c: ll.Value, n: int) -> ll.Value:
+    """8/16/32-bit shifts as 64-bit ones (``vsll``/``vsrl``/``vsral``) of the value extended
+    as the shift needs, by the amount's low bits zero-extended: the low bits of the result
+    are exact for amounts < width (larger ones are poison in LLVM), whatever the rest held."""
+    amount = f.zext_bits(c, width, n)
     if op == "shl":
         return f.call("vsll.vvvl", a, amount, f.vl(n))
     if op == "lshr":
-        return f.call("vsrl.vvvl", f.low32(a, n), amount, f.vl(n))
-    signed = f.call("vaddswsx.vsvl", ll.Constant(_I32, 0), a, f.vl(n))  # sign-extend the lower word
-    return f.call("vsral.vvvl", signed, amount, f.vl(n))
+        return f.call("vsrl.vvvl", f.zext_bits(a, width, n), amount, f.vl(n))
+    return f.call("vsral.vvvl", f.sext_bits(a, width, n), amount, f.vl(n))
+
+
+def _divide(f: _FunctionLowering, op: str, kind: str, a: ll.Value, c: ll.Value, n: int) -> ll.Value:
+    """Integer division as 64-bit ``vdivul``/``vdivsl`` of the operands extended as the
+    signedness needs (the lower word of the quotient is the 32-bit one); the remainder
+    is ``a - (a / c) * c``. (The lifter never divides by zero or MIN by -1: its domain
+    selects the GPU's answers around those.)"""
+    signed = op[0] == "s"
+    if kind in _NARROW:
+        extend = f.sext_bits if signed else f.zext_bits
+        a, c = extend(a, _NARROW[kind], n), extend(c, _NARROW[kind], n)
+    q = f.call(f"{'vdivsl' if signed else 'vdivul'}.vvvl", a, c, f.vl(n))
+    if op.endswith("div"):
+        return q
+    return f.call("vsubsl.vvvl", a, f.call("vmulsl.vvvl", q, c, f.vl(n)), f.vl(n))
 
 
 def _v_fneg(f: _FunctionLowering, inst: ll.Instruction) -> ll.Value:
@@ -909,9 +951,10 @@ def _v_icmp(f: _FunctionLowering, inst: ll.Instruction) -> ll.Value:
     x, y = f.get(a), f.get(c)
     if s.kind == "i32" and signed:  # vcmps.w.sx: the lower words, its result sign-extended
         diff = f.call("vcmpswsx.vvvl", x, y, f.vl(n))
-    else:  # unsigned words compare as zero-extended longs
-        if s.kind == "i32":
-            x, y = f.low32(x, n), f.low32(y, n)
+    else:  # narrower lanes compare as extended longs
+        if s.kind in _NARROW:
+            extend = f.sext_bits if signed else f.zext_bits
+            x, y = extend(x, _NARROW[s.kind], n), extend(y, _NARROW[s.kind], n)
         diff = f.call(f"{'vcmpsl' if signed else 'vcmpul'}.vvvl", x, y, f.vl(n))
     return f.from_mask(f.call(f"vfmkl{cc}.mvl", diff, f.vl(n)), n)
 
@@ -947,8 +990,8 @@ def _v_cast(f: _FunctionLowering, inst: ll.Instruction) -> object:
         return _cast(f, op, f.get(x), f.owner.regs.map(inst.type))
     src, dst = _shape(x.type, op), _shape(inst.type, op)
     n, v = dst.lanes, f.get(x)
-    if op in ("inttoptr", "ptrtoint") or (op == "trunc" and dst.kind in ("i32", "i64")):
-        return v  # the lower word already is the truncated value
+    if op in ("inttoptr", "ptrtoint") or (op == "trunc" and dst.kind in ("i64", *_NARROW)):
+        return v  # the low bits already are the truncated value
     if op == "trunc" and dst.kind == "mask":  # 0 - (x & 1)
         bit = f.call("vand.vsvl", ll.Constant(_I64, 1), v, f.vl(n))
         return f.call("vsubsl.vsvl", ll.Constant(_I64, 0), bit, f.vl(n))
@@ -956,10 +999,9 @@ def _v_cast(f: _FunctionLowering, inst: ll.Instruction) -> object:
         return f.call("vand.vsvl", ll.Constant(_I64, 1), v, f.vl(n))
     if op == "sext" and src.kind == "mask":
         return v
-    if op == "zext" and (src.kind, dst.kind) == ("i32", "i64"):
-        return f.low32(v, n)
-    if op == "sext" and (src.kind, dst.kind) == ("i32", "i64"):
-        return f.call("vaddswsx.vsvl", ll.Constant(_I32, 0), v, f.vl(n))
+    if op in ("zext", "sext") and src.kind in _NARROW and dst.kind in ("i64", *_NARROW):
+        extend = f.zext_bits if op == "zext" else f.sext_bits
+        return extend(v, _NARROW[src.kind], n)
     if op == "fpext" and (src.kind, dst.kind) == ("float", "double"):
         return f.call("vcvtds.vvl", v, f.vl(n))
     if op == "fptrunc" and (src.kind, dst.kind) == ("double", "float"):
@@ -1261,7 +1303,13 @@ def _bitreverse(f: _FunctionLowering, inst: ll.Instruction, args: Sequence[ll.Va
     return x
 
 
+def _sqrt(f: _FunctionLowering, inst: ll.Instruction, args: Sequence[ll.Value]) -> ll.Value:
+    s = _shape(inst.type, "sqrt")
+    return f.call(f"vfsqrt{'s' if s.kind == 'float' else 'd'}.vvl", f.get(args[0]), f.vl(s.lanes))
+
+
 _VECTOR_CALLS: dict[str, Callable[[_FunctionLowering, ll.Instruction, Sequence[ll.Value]], object]] = {
+    "sqrt": _sqrt,
     "fma": _fma,
     "ctpop": _ctpop,
     "ctlz": _ctlz,
