@@ -437,3 +437,22 @@ def test_missing_llc_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(PtxError) as info:
         ve.emit(lifted, "asm")
     assert "llc" in str(info.value) and "\n" not in str(info.value)
+
+
+def test_division_and_square_root(emu: _Emu) -> None:
+    a = RNG.integers(-(2**63), 2**63, 256, dtype=np.int64)
+    b = RNG.integers(-1000, 1000, 256, dtype=np.int64)
+    b[:3] = [0, -1, 0]
+    a[1] = -(2**63)  # MIN / -1
+    ok = (b != 0) & ~((a == -(2**63)) & (b == -1))
+    got = emu("vdivsl.vvvl", a.view(np.uint64), b.view(np.uint64), 256)
+    q = np.zeros(256, dtype=np.int64)
+    q[ok] = np.abs(a[ok]) // np.abs(b[ok]) * np.sign(a[ok]) * np.sign(b[ok])  # truncating division
+    np.testing.assert_array_equal(got[ok].view(np.int64), q[ok])
+    assert (got[~ok] == JUNK).all(), "no defined quotient: junk"
+    ua, ub = a.view(np.uint64), b.view(np.uint64)
+    got = emu("vdivul.vvvl", ua, ub, 256)
+    nz = ub != 0
+    np.testing.assert_array_equal(got[nz], ua[nz] // ub[nz])
+    x = np.abs(RNG.normal(size=256))
+    _check_lanes(emu("vfsqrtd.vvl", x.view(np.uint64), 128), np.sqrt(x).view(np.uint64), 128)
