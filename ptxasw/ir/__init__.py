@@ -51,6 +51,7 @@ from ptxasw.ir.nodes import (
     VarName,
     VectorOperand,
     Version,
+    iter_declarations,
     iter_instructions,
 )
 
@@ -100,5 +101,6 @@ __all__ = [
     "VarName",
     "VectorOperand",
     "Version",
+    "iter_declarations",
     "iter_instructions",
 ]

@@ -461,6 +461,12 @@ class Function:
         if self.body is not None:
             yield from iter_instructions(self.body.body)
 
+    def declarations(self, space: str | None = None) -> Iterator[VarDecl]:
+        """The body's declarations (of state space ``space``, or all), nested blocks
+        included, in text order."""
+        if self.body is not None:
+            yield from (d for d in iter_declarations(self.body.body) if space is None or d.space == space)
+
 
 Statement = (
     Instruction | Label | VarDecl | Block | Pragma | LocDirective | CallPrototype | TargetList | PerfDirective
@@ -512,6 +518,14 @@ class Module:
     def instructions(self) -> Iterator[Instruction]:
         for fn in self.functions:
             yield from fn.instructions()
+
+
+def iter_declarations(body: list[Statement]) -> Iterator[VarDecl]:
+    for stmt in body:
+        if isinstance(stmt, VarDecl):
+            yield stmt
+        elif isinstance(stmt, Block):
+            yield from iter_declarations(stmt.body)
 
 
 def iter_instructions(body: list[Statement]) -> Iterator[Instruction]:

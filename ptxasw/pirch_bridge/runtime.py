@@ -27,7 +27,7 @@ from typing import Protocol
 import numpy as np
 
 from ptxasw import ir
-from ptxasw.emulator.concrete.variables import encode_scalar, walk_decls
+from ptxasw.emulator.concrete.variables import encode_scalar
 from ptxasw.errors import PtxError
 from ptxasw.pirch_bridge.jit import compile_ir
 from ptxasw.pirch_bridge.lift import LiftedKernel, choose_kernel, lift_kernel
@@ -232,8 +232,7 @@ def default_pack(module: ir.Module, kernel: str, block: Sequence[int] | int) -> 
     pressure: a batched kernel keeps whole rows in registers)."""
     blk = _dims(block, "block")
     fn = choose_kernel(module, kernel)
-    body = fn.body.body if fn.body is not None else []
-    wide = any(decl.space == ".reg" and decl.type == ".f64" for decl in walk_decls(body))
+    wide = any(decl.type == ".f64" for decl in fn.declarations(".reg"))
     return max(1, (8 if wide else 16) // (blk[0] * blk[1] * blk[2]))
 
 

@@ -487,7 +487,7 @@ def _unsupported(inst: ir.Instruction, bits: int | None) -> str | None:
 def register_widths(fn: ir.Function) -> dict[str, int]:
     """Register name -> declared width in bits (``%r<9>`` ranges expanded)."""
     widths: dict[str, int] = {}
-    for decl in _declarations(fn):
+    for decl in fn.declarations(".reg"):
         bits = isa.type_bits(decl.type)
         if bits is None:
             continue
@@ -497,21 +497,6 @@ def register_widths(fn: ir.Function) -> dict[str, int]:
             else:
                 widths[name.name] = bits
     return widths
-
-
-def _declarations(fn: ir.Function) -> list[ir.VarDecl]:
-    out: list[ir.VarDecl] = []
-
-    def walk(body: list[ir.Statement]) -> None:
-        for stmt in body:
-            if isinstance(stmt, ir.VarDecl) and stmt.space == ".reg":
-                out.append(stmt)
-            elif isinstance(stmt, ir.Block):
-                walk(stmt.body)
-
-    if fn.body is not None:
-        walk(fn.body.body)
-    return out
 
 
 _REASON_ORDER = (

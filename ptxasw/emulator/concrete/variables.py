@@ -89,13 +89,7 @@ def round_up(value: int, align: int) -> int:
 
 def walk_decls(body: list[ir.Statement]) -> list[ir.VarDecl]:
     """Every declaration of a body, nested ``{ }`` blocks included, in text order."""
-    out: list[ir.VarDecl] = []
-    for stmt in body:
-        if isinstance(stmt, ir.VarDecl):
-            out.append(stmt)
-        elif isinstance(stmt, ir.Block):
-            out.extend(walk_decls(stmt.body))
-    return out
+    return list(ir.iter_declarations(body))
 
 
 def bits_of(ptx_type: str | None, default: int = 32) -> int:
