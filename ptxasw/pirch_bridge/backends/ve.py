@@ -4,10 +4,16 @@
 back end: ``ir`` is the LLVM IR, ``asm``/``obj`` what ``llc -march=ve
 -mattr=+vpu`` makes of it.
 
-`load_emulated` proves the lowering without VE hardware: the same lowered
-module, each ``llvm.ve.vl.*`` call renamed to an executable definition of
-that instruction (`ve_intrinsics.emulation_ir`), compiled for this host; the
-runtime launches it like any lifted kernel (``engine="ve-emulated"``).
+`load_emulated` proves the lowering without VE hardware: the same lowering,
+each ``llvm.ve.vl.*`` call renamed to an executable definition of that
+instruction (`ve_intrinsics.emulation_ir`), compiled for this host; the
+runtime launches it like any lifted kernel (``engine="ve-emulated"``). Two
+differences, for the host compiler's sake only: registers are passed to the
+definitions by pointer, and they hold the least power of two above the
+longest vector length of the module (`ve_intrinsics.register_width`) rather
+than 256 elements; every instruction and vector length is the VE module's.
+The emulation is compiled without optimisation (``-O0`` builds it 5x
+faster, and it exists to check values, not to be fast).
 """
 
 from __future__ import annotations
