@@ -244,6 +244,25 @@ def test_shared_memory_atomics_and_module_variables(small_built: ir.Module) -> N
     )
 
 
+def test_scalar_gathers_and_scatters(small_built: ir.Module, monkeypatch: pytest.MonkeyPatch) -> None:
+    """PTXASW_AVX512_GATHER=scalar: per-lane loads and stores instead of vpgather/vpscatter."""
+    monkeypatch.setenv("PTXASW_AVX512_GATHER", "scalar")
+    wg, pack, grid = 8, 3, 5
+    text = avx512.c_source(lift_kernel(small_built, "divloop", wg_pack=pack, block=(wg, 1, 1)))
+    assert "gather" not in text and "g_[" in text
+    rng = np.random.default_rng(9)
+    n = grid * wg
+    trips = rng.integers(0, 64, n).astype(np.int32)
+    x = floats(rng, 1024, np.float32, special=0.02)
+    compare(small_built, "divloop", grid, wg, pack, [trips, x, np.zeros(n, np.float32), 7])
+    rows, cols = 21, 35  # the transpose's stores are strided: scatters
+    a = ints(rng, rows * cols)
+    tiles = (-(-cols // 16), -(-rows // 16))
+    compare(
+        small_built, "tile_transpose", tiles, (16, 4, 1), 1, [a, np.zeros(rows * cols, np.int32), rows, cols]
+    )
+
+
 def test_debug_build(pirch_debug_ptx: ir.Module) -> None:
     """-G code: inlined calls, per-lane .local frames (an alloca array), generic addresses."""
     rng = np.random.default_rng(800)
