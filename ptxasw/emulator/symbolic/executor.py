@@ -51,12 +51,15 @@ semantics run on.
   memory and loop context as an earlier flow stops (``merged``).
 - **Solver**: cheapest first. Unsigned intervals of the terms
   (`ptxasw.emulator.symbolic.intervals`: ``%tid.x < 2000`` holds by the ISA
-  ranges), a cache of recent models, the query alone without its path
+  ranges), a cache of recent models, the query with the factors of its
+  products (parameters, loaded team sizes) fixed to typical sizes (a model
+  is final: most queries are satisfiable), the query alone without its path
   condition (address questions mostly need no context), the query with
-  non-linear terms abstracted (unsat is final), the query with the factors
-  of its products fixed to typical sizes (a model is final), and only then
-  Z3 on the real query, each with a deterministic resource limit.
-  ``Stats.cheap_answers`` counts what the cheap steps settled.
+  non-linear terms abstracted (unsat is final), and only then Z3 on the
+  real query, each with a deterministic resource limit. Address overlaps
+  go to Z3 restated on the scaled difference (`affine.overlap_condition`:
+  the same models, a proof Z3 finds in propagations rather than carry
+  chains). ``Stats.cheap_answers`` counts what the cheap steps settled.
 - **Budgets**: wall time, flows, steps and per-query solver effort. When one
   runs out the kernel is ``partial`` with the reason, and everything found
   so far is returned; nothing here can hang.
@@ -84,7 +87,7 @@ from ptxasw.emulator.semantics.collectives import (
     bar_reduce,
     warp_collective,
 )
-from ptxasw.emulator.symbolic.affine import disjoint_by_stride
+from ptxasw.emulator.symbolic.affine import disjoint_by_stride, equal_condition, overlap_condition
 from ptxasw.emulator.symbolic.domain import SymbolicDomain, as_bool, const_value, simplify
 from ptxasw.emulator.symbolic.independence import Symbols, connected
 from ptxasw.emulator.symbolic.intervals import decide
@@ -439,15 +442,21 @@ class _Incremental:
         self.solver.set("random_seed", 0)
         self.scopes: list[z3.BoolRef] = []
         self.flat = flat
+        # Base facts asserted inside a scope: (fact, depth). A pop below the
+        # depth asserts the fact again where the pop lands; at depth 0 it
+        # is at the base for good.
+        self.floating: list[tuple[z3.BoolRef, int]] = []
 
     def add_base(self, facts: Sequence[z3.BoolRef]) -> None:
+        """Facts true under every scope. Asserted where the solver stands
+        rather than below the scopes: popping every scope and pushing the
+        path condition again makes Z3 internalise it again, which cost more
+        than the checks on kernels that enter many loops (each loop entry
+        brings an iteration range)."""
+        self.solver.add(*facts)
         depth = len(self.scopes)
         if depth:
-            self.solver.pop(depth)
-        self.solver.add(*facts)
-        for c in self.scopes:
-            self.solver.push()
-            self.solver.add(c)
+            self.floating.extend((f, depth) for f in facts)
 
     def sync(self, pc: Sequence[z3.BoolRef]) -> None:
         common = 0
@@ -459,6 +468,12 @@ class _Incremental:
         if drop:
             self.solver.pop(drop)
             del self.scopes[common:]
+            if self.floating:
+                lost = [f for f, depth in self.floating if depth > common]
+                if lost:
+                    self.solver.add(*lost)
+                    kept = [(f, min(depth, common)) for f, depth in self.floating]
+                    self.floating = [(f, depth) for f, depth in kept if depth > 0]
         for c in pc[common:]:
             self.solver.push()
             self.solver.add(c)
@@ -482,6 +497,16 @@ class _Incremental:
             return result, (self.solver.model() if result == z3.sat else None)
         finally:
             self.solver.pop()
+
+
+def _is_load(e: z3.ExprRef) -> bool:
+    """Whether ``e`` is a memory read (an application of a ``load_*`` function)."""
+    return (
+        z3.is_app_of(e, z3.Z3_OP_UNINTERPRETED)
+        and e.num_args() > 0
+        and z3.is_bv(e)
+        and e.decl().name().startswith("load_")
+    )
 
 
 class _Model:
@@ -526,12 +551,16 @@ class _Solver:
 
     1. A cache of recent models: a query one of them satisfies is sat
        (most "can this branch go both ways" questions).
-    2. The query with every non-linear term (a product of two unknowns, a
+    2. With `FAST_PATHS`, the query with the factors of its non-linear
+       terms fixed to typical sizes (an under-approximation: a model is
+       one of the real query), before any over-approximation: a query
+       that has a model is never refuted by one, and most have one.
+    3. The query with every non-linear term (a product of two unknowns, a
        division or shift by an unknown) replaced by a variable of its own:
        an over-approximation, so unsat there is unsat for real. Products of
        thread and block indices with parameters are what makes bit-blasting
        slow, and proofs of disjoint addresses rarely need them.
-    3. The real query, with the timeout.
+    4. The real query, with the timeout.
 
     With `FAST_PATHS`, each query is first cut down to the conjuncts of the
     axioms and path condition it shares symbols with (`independence`): the
@@ -647,6 +676,11 @@ class _Solver:
                     name = child.decl().name()
                     if name.startswith(("%tid", "%ctaid", "%laneid", "iter_")):
                         continue
+                elif self.fast and _is_load(child):
+                    # A loaded factor or divisor (GCC OpenMP's team size
+                    # ``chunk = n / nthreads`` reads it from memory): fixing
+                    # it makes the term linear like a parameter's.
+                    name = f"load#{child.get_id()}"
                 else:
                     continue
                 if size is None:
@@ -702,6 +736,18 @@ class _Solver:
         when the ranges of ``extra``'s terms alone decide it (`intervals`),
         that is the answer without a solver.
         """
+        return self.check_rewritten(pc, extra, None)
+
+    def check_rewritten(
+        self,
+        pc: Sequence[z3.BoolRef],
+        extra: Sequence[z3.BoolRef],
+        solver_form: Sequence[z3.BoolRef] | None,
+    ) -> bool | None:
+        """`check`, with ``solver_form`` (when given) formulas equivalent to
+        ``extra`` that the solver steps ask instead: the same models, a
+        cheaper proof (`affine.overlap_condition`). The interval pass reads
+        ``extra``, whose comparisons it understands."""
         decided = [decide(c, self._ranges) for c in extra]
         if False in decided:
             self.stats.cheap_answers += 1
@@ -709,6 +755,8 @@ class _Solver:
         if all(d is True for d in decided):
             self.stats.cheap_answers += 1
             return True
+        if solver_form is not None:
+            extra = solver_form
         if not self.fast and self._cached([*pc, *extra]):
             self.stats.model_hits += 1
             self.stats.cheap_answers += 1
@@ -755,32 +803,27 @@ class _Solver:
         """The solver steps of `check` on ``real``/``abstract`` (whose base
         facts ``pc`` is asked on top of). ``keep_models``: models found are
         models of everything (not of a slice) and go to the cache."""
-        apc = [self._abstracted(c) for c in pc]
+        apc = [self._abstracted(c) for c in pc]  # also records the non-linear terms for `_nonlinear_pairs`
         aextra = [self._abstracted(c) for c in extra]
+        pairs = self._nonlinear_pairs([*pc, *extra])
+        # Under-approximations first: most queries are satisfiable (a branch
+        # that can go both ways, addresses that may meet), and a model of the
+        # query with its factors fixed settles them; the over-approximations
+        # below can only prove unsat.
+        if pairs and self.fast and self._under_approximations(real, pc, extra, pairs, keep_models):
+            return True
         if pc and not real.flat:  # a slice is already about as small
             self.stats.solver_calls += 1
             if self._unsat_alone(aextra):
                 self.stats.cheap_answers += 1
                 return False
-        pairs = self._nonlinear_pairs([*pc, *extra])
         if pairs:
             self.stats.solver_calls += 1
             if abstract.check(apc, aextra, self._timeout(), self.rlimit // 4)[0] == z3.unsat:
                 self.stats.cheap_answers += 1
                 return False
-            # An under-approximation: the factors of products fixed to
-            # typical sizes make the query linear; a model of it is one
-            # of the real query.
-            for size in (None, 64, 1) if self.fast else (64, 1):
-                fixes = self._typical_sizes(pairs, size)
-                if size is None and not fixes:
-                    continue
-                self.stats.solver_calls += 1
-                result, model = real.check(pc, [*extra, *fixes], self._timeout(), self.rlimit // 8)
-                if model is not None:
-                    self.stats.cheap_answers += 1
-                    self._keep(model, keep_models)
-                    return True
+            if not self.fast and self._under_approximations(real, pc, extra, pairs, keep_models):
+                return True
             self.stats.solver_calls += 1
         result, model = real.check(pc, extra, self._timeout(), self.rlimit)
         if model is not None:
@@ -790,6 +833,29 @@ class _Solver:
             return False
         self.stats.solver_unknown += 1
         return None
+
+    def _under_approximations(
+        self,
+        real: _Incremental,
+        pc: Sequence[z3.BoolRef],
+        extra: Sequence[z3.BoolRef],
+        pairs: Sequence[z3.ExprRef],
+        keep_models: bool,
+    ) -> bool:
+        """Whether the query with the factors of its products fixed to
+        typical sizes (`_typical_sizes`) has a model: the query made linear,
+        and a model of it is one of the real query (kept when ``keep_models``)."""
+        for size in (None, 64, 1) if self.fast else (64, 1):
+            fixes = self._typical_sizes(pairs, size)
+            if not fixes and (size is None or self.fast):
+                continue  # nothing fixed: the real query, asked below with its full effort
+            self.stats.solver_calls += 1
+            _, model = real.check(pc, [*extra, *fixes], self._timeout(), self.rlimit // 8)
+            if model is not None:
+                self.stats.cheap_answers += 1
+                self._keep(model, keep_models)
+                return True
+        return False
 
     def _keep(self, model: z3.ModelRef, keep: bool) -> None:
         if keep:
@@ -1317,8 +1383,11 @@ class SymbolicExecutor:
             # byte ranges apart (`affine`): no solver needed.
             self.solver.stats.cheap_answers += 1
             return "disjoint"
-        if d is None and self.solver.check(st.pc, [a != b]) is False:
-            d = 0  # equal under the path condition
+        fast = self.solver.fast
+        if d is None:
+            differ = [z3.Not(equal_condition(diff))] if fast else None
+            if self.solver.check_rewritten(st.pc, [a != b], differ) is False:
+                d = 0  # equal under the path condition
         if d is not None:
             if d >= nb and (1 << w) - d >= na:
                 return "disjoint"
@@ -1327,7 +1396,8 @@ class SymbolicExecutor:
         # [0, nb) or (2^w - na, 2^w): one unsigned comparison on the
         # already simplified difference.
         overlap = z3.ULT(diff + (na - 1), na + nb - 1)
-        if self.solver.check(st.pc, [overlap]) is False:
+        cheaper = [overlap_condition(diff, na, nb)] if fast else None
+        if self.solver.check_rewritten(st.pc, [overlap], cheaper) is False:
             return "disjoint"
         return "may"
 
