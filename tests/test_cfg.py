@@ -700,3 +700,16 @@ def test_loop_left_only_by_an_early_return_keeps_its_joins() -> None:
     branch = next(b.id for b in cfg.blocks if b.terminator is not None and list(b.targets[:1]) == [inner])
     assert cfg.exit_branches  # the loop's only way out
     assert cfg.reconvergence_point(branch, ignoring_exit_branches=True) == inner
+
+
+def test_structured_order_puts_a_loop_before_its_exit() -> None:
+    """The loop (body, then head with the test) is laid out below the code after it;
+    the structured order runs the loop, head first, before that code."""
+    from tests.test_pirch_lift import LOOP_BELOW_EXIT
+
+    fn = parse_ptx(LOOP_BELOW_EXIT, "below.ptx").kernels[0]
+    cfg = build_cfg(fn)
+    labels = {b.label: b.id for b in cfg.blocks}
+    order = list(cfg.structured_order)
+    assert order.index(labels["$L_head"]) < order.index(labels["$L_body"]) < order.index(labels["$L_done"])
+    assert order[0] == 0 and sorted(order) == sorted(cfg.reachable - {cfg.exit})

@@ -291,3 +291,55 @@ def test_debug_build(pirch_debug_ptx: ir.Module) -> None:
     k = rng.integers(0, 64, n).astype(np.int32)
     x = floats(rng, 1024, np.float32)
     compare(pirch_debug_ptx, "divloop", grid, wg, pack, [k, x, np.zeros(n, np.float32), 7])
+
+
+# A loop laid out after its exit (the loop's test at the bottom, the code after
+# the loop above it, as GCC's offload output and some nvcc kernels have it): the
+# text order is no schedule, the CFG's structured order is. Lanes leave the loop
+# after a different number of trips (tid.x), and the shuffle after it must see
+# every lane's final sum: run before the loop had finished, it would not.
+LOOP_BELOW_EXIT = """
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry below(.param .u64 out)
+.reqntid 32, 1, 1
+{
+    .reg .pred %p<3>;
+    .reg .b32 %r<8>;
+    .reg .b64 %rd<5>;
+    ld.param.u64 %rd1, [out];
+    mov.u32 %r2, %tid.x;
+    mov.u32 %r3, 0;
+    mov.u32 %r4, 0;
+    bra.uni $L_head;
+$L_done:
+    shfl.sync.down.b32 %r5, %r4, 1, 31, -1;
+    add.u32 %r6, %r4, %r5;
+    mov.u32 %r7, %ctaid.x;
+    mad.lo.u32 %r7, %r7, 32, %r2;
+    mul.wide.u32 %rd3, %r7, 4;
+    cvta.to.global.u64 %rd2, %rd1;
+    add.s64 %rd4, %rd2, %rd3;
+    st.global.u32 [%rd4], %r6;
+    ret;
+$L_body:
+    add.u32 %r4, %r4, %r3;
+    add.u32 %r3, %r3, 1;
+$L_head:
+    setp.lt.u32 %p1, %r3, %r2;
+    @%p1 bra $L_body;
+    bra.uni $L_done;
+}
+"""
+
+
+@pytest.mark.parametrize("pack", [1, 2])
+def test_loop_laid_out_below_its_exit(pack: int) -> None:
+    module = parse_ptx(LOOP_BELOW_EXIT, "below.ptx")
+    out = compare(module, "below", 3, 32, pack, [np.zeros(96, np.uint32)])
+    assert out[0] is not None
+    t = np.arange(96) % 32
+    sums = t * (t - 1) // 2
+    following = np.where(t < 31, np.roll(sums, -1), sums)  # lane 31 reads itself
+    np.testing.assert_array_equal(out[0], sums + following)

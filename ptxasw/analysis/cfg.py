@@ -41,6 +41,7 @@ which can only make liveness larger (safe for its users), never smaller.
 
 from __future__ import annotations
 
+import heapq
 from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -746,6 +747,53 @@ class CFG:
         """How many natural loops hold ``block`` (0 outside any loop)."""
         loop = self.loop_of(block)
         return 0 if loop is None else loop.depth
+
+    @cached_property
+    def structured_order(self) -> tuple[int, ...]:
+        """The reachable blocks in an order where every edge but a back edge goes
+        forward and every loop's blocks are contiguous, header first: the nearest
+        such order to the text's (a topological sort by block number, each inner
+        loop taken as one node). A SIMT scheduler that always runs the earliest
+        block with waiting threads then reconverges them at joins and runs a loop
+        to its end before its exits. Needs reducible control flow."""
+        back = set(self.back_edges)
+        blocks = [b.id for b in self.blocks if b.id in self.reachable]
+
+        def order(members: set[int], loop: Loop | None) -> list[int]:
+            def node(b: int) -> int:  # b, or the header of the child loop of ``loop`` holding it
+                inner = self.loop_of(b)
+                while inner is not None and inner.parent is not loop:
+                    inner = inner.parent
+                return b if inner is None or inner is loop else inner.header
+
+            nodes = {node(b) for b in members}
+            preds: dict[int, set[int]] = {n: set() for n in nodes}
+            succs: dict[int, set[int]] = {n: set() for n in nodes}
+            for u in members:
+                for v in self.graph.successors(u):
+                    if v in members and (u, v) not in back and node(u) != node(v):
+                        succs[node(u)].add(node(v))
+                        preds[node(v)].add(node(u))
+            ready = [n for n in nodes if not preds[n]]
+            heapq.heapify(ready)
+            out: list[int] = []
+            while ready:
+                n = heapq.heappop(ready)
+                child = self.loop_of(n)
+                if n not in members or child is None or child is loop or child.header != n:
+                    out.append(n)
+                else:
+                    out += order(set(child.body), child)
+                for m in succs[n]:
+                    preds[m].discard(n)
+                    if not preds[m]:
+                        heapq.heappush(ready, m)
+            return out
+
+        result = order(set(blocks), None)
+        if len(result) != len(blocks):
+            raise CFGError(f"{self.function.name}: no structured order (irreducible control flow)")
+        return tuple(result)
 
     # ---- liveness ---------------------------------------------------------
     #

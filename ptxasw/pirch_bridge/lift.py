@@ -24,9 +24,9 @@ Control flow
 Each PTX basic block becomes an LLVM block run under an execution mask
 (``<L x i1>``). Lanes waiting to run a block are kept in that block's
 pending mask (and a bit set of the blocks with pending lanes); a dispatcher
-runs the first block (in an order where every
-forward edge goes forward and every loop is contiguous, which is text order
-for compiler output) that has pending lanes. That is SIMT execution with
+runs the first block (in the CFG's `structured_order`: every forward edge
+goes forward and every loop is contiguous, text order wherever the text
+allows) that has pending lanes. That is SIMT execution with
 reconvergence at the earliest point where all lanes meet again: a branch
 that splits lanes runs both sides masked and joins them, a loop whose trip
 count differs per lane runs masked until the last lane leaves, and lanes
@@ -288,26 +288,14 @@ class _Lifter:
         return out
 
     def _order(self) -> list[int]:
-        """The dispatcher's priority: text order, if every forward edge goes forward and
-        every loop is contiguous with its exits after it (else the lanes could meet late)."""
+        """The dispatcher's priority: the CFG's structured order (every forward edge
+        goes forward, each loop contiguous with its exits after it, else the lanes
+        could meet late), which is text order wherever the text allows."""
         cfg = self.cfg
-        order = [b.id for b in cfg.blocks if b.id in cfg.reachable]
-        back = set(cfg.back_edges)
         if not cfg.is_reducible:
             raise UnsupportedError(f"kernel {self.fn.name} has irreducible control flow", self.fn.loc)
-        for u, v in cfg.graph.edges:
-            if v == cfg.exit or (u, v) in back:
-                continue
-            if v <= u:
-                raise UnsupportedError(
-                    f"kernel {self.fn.name}: block {u} branches back to {v} outside a loop", self.fn.loc
-                )
-        for loop in cfg.loops:
-            body = sorted(loop.body)
-            if body != list(range(body[0], body[-1] + 1)):
-                raise UnsupportedError(
-                    f"kernel {self.fn.name}: a loop's blocks are not contiguous", self.fn.loc
-                )
+        order = list(cfg.structured_order)
+        self.rank = {blk: i for i, blk in enumerate(order)}
         return order
 
     # ---- the function ------------------------------------------------------------------------
@@ -636,9 +624,9 @@ class _Lifter:
 
     def _region(self, blk: int) -> list[int] | None:
         """The blocks between ``blk``'s branch and its join (immediate post-dominator),
-        in text order, when if-conversion can run them all under masks: an acyclic
-        region that only ``blk`` enters, with plain branches and no exits."""
-        cfg = self.cfg
+        in the dispatcher's order, when if-conversion can run them all under masks: an
+        acyclic region that only ``blk`` enters, with plain branches and no exits."""
+        cfg, rank = self.cfg, self.rank
         join = cfg.ipdom.get(blk)
         if join is None or join == cfg.exit:
             return None
@@ -647,7 +635,7 @@ class _Lifter:
         seen = set(todo)
         while todo:
             x = todo.pop()
-            if x == cfg.exit or x <= blk or x >= join or not cfg.dominates(blk, x):
+            if x == cfg.exit or rank[x] <= rank[blk] or rank[x] >= rank[join] or not cfg.dominates(blk, x):
                 return None
             bb = cfg.blocks[x]
             term = bb.terminator
@@ -657,15 +645,15 @@ class _Lifter:
                 return None
             region.append(x)
             for y in cfg.successors(x):
-                if y <= x:  # a back edge: a loop inside
+                if y != cfg.exit and rank[y] <= rank[x]:  # a back edge: a loop inside
                     return None
                 if y != join and y not in seen:
                     seen.add(y)
                     todo.append(y)
-        return sorted(region)
+        return sorted(region, key=rank.__getitem__)
 
     def _predicate_region(self, blk: int, region: list[int], taken: Vec, rest: Vec) -> None:
-        """If-conversion: run every block of the region once, in text order, under the
+        """If-conversion: run every block of the region once, in order, under the
         lanes that reach it (the OR of its incoming edges' lanes), as the dispatcher
         would but without leaving straight-line code."""
         d, cfg = self.dom, self.cfg
