@@ -119,6 +119,10 @@ def _float_ops() -> list[tuple[FpOp, int]]:
             for name in ("sqrt", "rcp"):
                 ops.append((FpOp(name, t, rounding=".rn", ftz=ftz), 1))
             ops += [(FpOp("min", t, ftz=ftz), 2), (FpOp("max", t, ftz=ftz), 2), (FpOp("max", t, nan=True), 2)]
+            # .sat clamps into [+0, 1] (NaN -> +0): nvcc's __saturatef, cvt.sat.f32.f32
+            ops += [(FpOp(name, t, rounding=".rn", ftz=ftz, sat=True), 3 if name == "fma" else 2)
+                    for name in ("add", "mul", "fma")]  # fmt: skip
+            ops.append((FpOp("cvt", t, t, None, ftz=ftz, sat=True), 1))
             if t == ".f32":
                 ops += [
                     (FpOp(n, t, approx=True, ftz=ftz), 2 if n == "div" else 1) for n in ("div", "sqrt", "rcp")

@@ -35,6 +35,7 @@ they are never emitted approximately.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -344,6 +345,9 @@ class LLVMDomain:
     def fp(self, op: FpOp, *args: Vec) -> Vec:
         if all(a.known is not None for a in args):
             return self._folded(self._fold.fp(op, *(self._bits(a) for a in args)))
+        if (op.sat or op.relu) and not op.satfinite and op.type in (".f32", ".f64"):
+            plain = self.fp(dataclasses.replace(op, sat=False, relu=False), *args)
+            return self._clamp(plain, op)
         if op.sat or op.relu or op.satfinite or (op.nan and op.op not in ("min", "max")):
             raise NotImplementedError(f"{op.op}{op.type} with .sat/.relu/.satfinite is not lifted")
         if op.op == "cvt":
@@ -351,6 +355,26 @@ class LLVMDomain:
         if op.type not in (".f32", ".f64"):
             _unsupported(op)
         return _FloatEmitter(self, op).run(list(args))
+
+    def _clamp(self, r: Vec, op: FpOp) -> Vec:
+        """``.relu`` (negative -> +0, NaN -> the canonical NaN) and ``.sat`` (into
+        [+0, 1], NaN -> +0) of an ``.f32``/``.f64`` result, as the interpreter applies them."""
+        w = r.width
+        x = self.as_float(r)
+        b = self.b
+        nan = Vec(b.fcmp_unordered("uno", x, x), 1)
+        zero = self.const(0, w)
+        if op.relu:
+            canonical = self.const((1 << (w - 1)) - 1, w)  # 0x7fffffff, 0x7fff...ffff
+            r = self.ite(nan, canonical, self.ite(self.slt(r, zero), zero, r))
+            x = self.as_float(r)
+        if op.sat:
+            fzero = ir.Constant(self.ftype(w), 0.0)
+            low = Vec(b.or_(nan.value, b.fcmp_ordered("<=", x, fzero)), 1)
+            high = Vec(b.fcmp_ordered(">", x, ir.Constant(self.ftype(w), 1.0)), 1)
+            one = self.from_float(ir.Constant(self.ftype(w), 1.0), w)
+            r = self.ite(low, zero, self.ite(high, one, r))
+        return r
 
     def fp_compare(self, cmp: str, type: str, a: Vec, b: Vec) -> Vec:
         if type not in (".f32", ".f64"):
