@@ -22,6 +22,7 @@ import pytest
 
 from ptxasw import ir
 from ptxasw.emulator.concrete.interpreter import launch
+from ptxasw.errors import EmulationError
 from ptxasw.parser import parse_ptx
 from ptxasw.pirch_bridge.lift import lift_kernel
 from ptxasw.pirch_bridge.runtime import launch_lifted
@@ -343,3 +344,51 @@ def test_loop_laid_out_below_its_exit(pack: int) -> None:
     sums = t * (t - 1) // 2
     following = np.where(t < 31, np.roll(sums, -1), sums)  # lane 31 reads itself
     np.testing.assert_array_equal(out[0], sums + following)
+
+
+GUARDED_TRAP = """
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry checked(.param .u64 x, .param .u64 y)
+.reqntid 16, 1, 1
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<6>;
+    .reg .b64 %rd<8>;
+    ld.param.u64 %rd1, [x];
+    ld.param.u64 %rd2, [y];
+    mov.u32 %r1, %ctaid.x;
+    mov.u32 %r2, %tid.x;
+    mad.lo.u32 %r3, %r1, 16, %r2;
+    mul.wide.u32 %rd3, %r3, 4;
+    add.s64 %rd4, %rd1, %rd3;
+    ld.global.s32 %r4, [%rd4];
+    setp.lt.s32 %p1, %r4, 0;
+    @%p1 trap;
+    shl.b32 %r5, %r4, 1;
+    add.s64 %rd5, %rd2, %rd3;
+    st.global.u32 [%rd5], %r5;
+    ret;
+}
+"""
+
+
+@pytest.mark.parametrize("pack", [1, 2])
+def test_trap_fails_the_launch_as_the_interpreter_does(pack: int) -> None:
+    module = parse_ptx(GUARDED_TRAP, "trap.ptx")
+    x = np.arange(48, dtype=np.int32)
+    out = compare(module, "checked", 3, 16, pack, [x, np.zeros(48, np.int32)])
+    np.testing.assert_array_equal(out[1], 2 * x)  # no lane traps: a normal run
+    x[37] = -1
+    with pytest.raises(EmulationError) as interp:
+        launch(module, "checked", 3, (16, 1, 1), [x.copy(), np.zeros(48, np.int32)], strict=True)
+    lifted = lift_kernel(module, "checked", wg_pack=pack, block=(16, 1, 1))
+    with pytest.raises(EmulationError) as native:
+        launch_lifted(lifted, 3, (16, 1, 1), [x.copy(), np.zeros(48, np.int32)], threads=2)
+    assert "trap executed" in str(native.value)
+    assert native.value.loc == interp.value.loc and native.value.loc.line == 20
+    # the next launch starts clean: the trap flag is reset like every module variable
+    x[37] = 5
+    again = launch_lifted(lifted, 3, (16, 1, 1), [x, np.zeros(48, np.int32)], threads=2)
+    np.testing.assert_array_equal(again.buffers[1], 2 * x)

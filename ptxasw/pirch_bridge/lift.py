@@ -70,6 +70,8 @@ _ARGS = (
     "nctaid_z",
 )
 _CONTROL = frozenset({"bra", "brx.idx", "call", "ret", "exit", "trap"})
+TRAP_FLAG = "ptxasw.trap"
+"""The lifted module's variable that says which ``trap`` ran (0: none)."""
 
 
 @dataclass
@@ -90,6 +92,8 @@ class LiftedKernel:
     source: str = "<string>"
     registers: dict[str, int] = field(default_factory=dict)
     variables: dict[str, bytes] = field(default_factory=dict)
+    traps: list[ir.SourceLoc] = field(default_factory=list)
+    """The kernel's ``trap`` instructions; ``ptxasw.trap`` holds 1 + the index of the one run."""
 
     @property
     def ir_text(self) -> str:
@@ -177,6 +181,8 @@ def lift_kernel(
 class _Lifter:
     def __init__(self, module: ir.Module, fn: ir.Function, block: tuple[int, int, int], pack: int) -> None:
         self.ptx = module
+        self.traps: list[ir.SourceLoc] = []
+        self._trap_numbers: dict[int, int] = {}  # id(trap instruction) -> its number (from 1)
         self.fn = fn
         self.cfg: CFG = build_cfg(fn)
         self.module = ll.Module(name=fn.name)
@@ -348,6 +354,7 @@ class _Lifter:
             source=self.ptx.path,
             registers={k: w for k, (_, w) in registers.slots.items()},
             variables=self.variables,
+            traps=self.traps,
         )
 
     def _emit(self, name: str, order: list[int], masked: bool) -> ll.Function:
@@ -601,12 +608,16 @@ class _Lifter:
             self._goto([(bb.fallthrough, mask)], full)
             return
         self.machine.inst = term
-        if term.opcode in ("brx.idx", "trap") or term.opcode == "call":
+        if term.opcode == "brx.idx" or term.opcode == "call":
             raise UnsupportedInstruction(term.mnemonic, f"{term.opcode} is not lifted", term.loc)
         cond = self.sem.branch_condition(term)
         taken = mask if cond is None else d.and_(mask, cond)
         rest = None if cond is None else d.and_(mask, d.not_(cond))
         exits: list[tuple[int | None, Vec]] = []
+        if term.opcode == "trap":
+            self._trap(taken, term)
+            self._goto([] if rest is None else [(bb.fallthrough, rest)], full)
+            return
         region = self.regions.get(blk)
         if region is not None:
             self._predicate_region(blk, region, taken, rest)  # type: ignore[arg-type]
@@ -621,6 +632,34 @@ class _Lifter:
         if rest is not None:
             exits.append((bb.fallthrough, rest))
         self._goto(exits, full)
+
+    def _trap(self, lanes: Vec, inst: ir.Instruction) -> None:
+        """``trap`` aborts the grid: when a lane runs it, the call records which trap
+        (its place in `LiftedKernel.traps`, from 1) in the ``ptxasw.trap`` variable
+        and returns; the runtime then raises, as the interpreter does."""
+        b = self.dom.b
+        number = self._trap_numbers.get(id(inst))
+        if number is None:  # the masked and the whole function share the numbers
+            self.traps.append(inst.loc)
+            number = self._trap_numbers[id(inst)] = len(self.traps)
+        hit = self.func.append_basic_block("trap")
+        rest = self.func.append_basic_block("no_trap")
+        b.cbranch(self._any(lanes.value), hit, rest)
+        b.position_at_end(hit)
+        flag = b.bitcast(self._trap_flag(), ll.IntType(32).as_pointer())
+        b.store(ll.Constant(ll.IntType(32), number), flag)
+        b.ret_void()
+        b.position_at_end(rest)
+
+    def _trap_flag(self) -> ll.GlobalVariable:
+        flag = self.module.globals.get(TRAP_FLAG)
+        if flag is None:
+            t = ll.ArrayType(ll.IntType(8), 4)
+            flag = ll.GlobalVariable(self.module, t, name=TRAP_FLAG)
+            flag.initializer = ll.Constant(t, bytearray(4))
+            flag.align = 16
+            self.variables[TRAP_FLAG] = bytes(4)  # reset before every launch, as module variables
+        return flag  # type: ignore[return-value]
 
     def _region(self, blk: int) -> list[int] | None:
         """The blocks between ``blk``'s branch and its join (immediate post-dominator),

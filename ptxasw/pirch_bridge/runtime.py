@@ -28,9 +28,9 @@ import numpy as np
 
 from ptxasw import ir
 from ptxasw.emulator.concrete.variables import encode_scalar
-from ptxasw.errors import PtxError
+from ptxasw.errors import EmulationError, PtxError
 from ptxasw.pirch_bridge.jit import compile_ir
-from ptxasw.pirch_bridge.lift import LiftedKernel, choose_kernel, lift_kernel
+from ptxasw.pirch_bridge.lift import TRAP_FLAG, LiftedKernel, choose_kernel, lift_kernel
 
 __all__ = [
     "ENGINES",
@@ -151,6 +151,16 @@ def _encode(
     return raw, copies
 
 
+def _raise_if_trapped(lifted: LiftedKernel, compiled: Loaded) -> None:
+    """A ``trap`` ran: the launch fails as the interpreter's does (the outputs are
+    whatever the threads wrote before it)."""
+    if not lifted.traps:
+        return
+    number = ctypes.c_uint32.from_address(compiled.global_address(TRAP_FLAG)).value
+    if number:
+        raise EmulationError("trap executed", lifted.traps[number - 1])
+
+
 def _usable_in_place(arr: np.ndarray) -> bool:
     """Whether the kernel may work on ``arr``'s own memory: the layout it assumes, and
     writable (a read-only array may be a mapped file the kernel must not write)."""
@@ -212,6 +222,7 @@ def launch_lifted(
         with ThreadPoolExecutor(nthreads) as pool:
             list(pool.map(work, range(nthreads)))
     kernel_end = time.perf_counter()
+    _raise_if_trapped(lifted, compiled)
     buffers: list[np.ndarray | None] = [None] * len(args)
     for i, arr, buf in copies:
         buffers[i] = buf  # our private copy (or, in place, the array itself)
