@@ -45,10 +45,10 @@ FLAGS = (
     "-w",
 )
 _REQUIRED = ("avx512f", "avx512bw", "avx512dq", "avx512vl")
-# gcc 12's ranger-based value-range propagation takes ~75% of the compile time on the
-# dispatcher's many blocks and mask words (20 s for a scan kernel); its legacy mode takes
-# 2 s and optimises the same. Newer gccs without the switch get -fno-tree-vrp instead.
-_FAST_VRP = ("--param=vrp1-mode=vrp", "--param=vrp2-mode=vrp")
+# gcc 12's value-range machinery (the ranger, used by VRP, EVRP and jump threading) is
+# superlinear in the dispatcher's many blocks and mask words: 20 s for a scan kernel, over
+# ten minutes and 4 GB for LDU f32 at WG 8 (pack 2); without it 2 s and 22 s.
+_TAME = ("-fno-tree-vrp", "-fno-thread-jumps")
 
 _lock = threading.Lock()
 _loaded: dict[str, Library] = {}
@@ -106,17 +106,6 @@ def gcc() -> str:
 
 
 @functools.cache
-def _tuning(path: str) -> tuple[str, ...]:
-    """`_FAST_VRP` where this gcc takes it, else ``-fno-tree-vrp``."""
-    with tempfile.TemporaryDirectory(prefix="ptxasw-avx512-") as tmp:
-        src = Path(tmp) / "probe.c"
-        src.write_text("int probe(int x) { return x + 1; }\n")
-        proc = subprocess.run([path, *_FAST_VRP, "-O3", "-c", str(src), "-o", str(Path(tmp) / "probe.o")],
-                              capture_output=True)  # fmt: skip
-    return _FAST_VRP if proc.returncode == 0 else ("-fno-tree-vrp",)
-
-
-@functools.cache
 def _gcc_version(path: str) -> str:
     out = subprocess.run([path, "--version"], capture_output=True, text=True)
     return out.stdout.splitlines()[0] if out.stdout else path
@@ -150,7 +139,7 @@ def compile_c(text: str, kind: str = "so") -> bytes | Path:
     """Build ``text`` with gcc: a shared library path (``so``, cached by content) or the
     bytes of an object (``obj``) or assembly (``asm``)."""
     cc = gcc()
-    common = [*FLAGS, *_tuning(cc)]
+    common = [*FLAGS, *_TAME]
     flags = [*common, "-shared", "-lm"] if kind == "so" else [*common, "-c" if kind == "obj" else "-S"]
     key = hashlib.sha256("\0".join([text, _gcc_version(cc), *flags]).encode()).hexdigest()
     if kind == "so":
