@@ -392,3 +392,52 @@ def test_trap_fails_the_launch_as_the_interpreter_does(pack: int) -> None:
     x[37] = 5
     again = launch_lifted(lifted, 3, (16, 1, 1), [x, np.zeros(48, np.int32)], threads=2)
     np.testing.assert_array_equal(again.buffers[1], 2 * x)
+
+
+SPECIALS = """
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry specials(.param .u64 y)
+.reqntid 8, 1, 1
+{
+    .reg .b32 %r<16>;
+    .reg .b64 %rd<6>;
+    ld.param.u64 %rd1, [y];
+    mov.u32 %r1, %clusterid.x;
+    mov.u32 %r2, %nclusterid.x;
+    mov.u32 %r3, %cluster_ctarank;
+    mov.u32 %r4, %cluster_nctarank;
+    mov.u32 %r5, %cluster_nctaid.x;
+    mov.u32 %r6, %smid;
+    mov.u32 %r7, %nsmid;
+    mov.u32 %r8, %envreg1;
+    mov.u32 %r9, %nwarpid;
+    mov.u64 %rd2, %gridid;
+    cvt.u32.u64 %r10, %rd2;
+    mad.lo.u32 %r11, %r1, 1000, %r2;
+    mad.lo.u32 %r11, %r11, 10, %r3;
+    add.u32 %r11, %r11, %r4;
+    add.u32 %r11, %r11, %r5;
+    add.u32 %r11, %r11, %r6;
+    add.u32 %r11, %r11, %r7;
+    add.u32 %r11, %r11, %r8;
+    add.u32 %r11, %r11, %r9;
+    add.u32 %r11, %r11, %r10;
+    mov.u32 %r12, %ctaid.x;
+    mov.u32 %r13, %tid.x;
+    mad.lo.u32 %r14, %r12, 8, %r13;
+    mul.wide.u32 %rd3, %r14, 4;
+    add.s64 %rd4, %rd1, %rd3;
+    st.global.u32 [%rd4], %r11;
+    ret;
+}
+"""
+
+
+@pytest.mark.parametrize("pack", [1, 3])
+def test_cluster_sm_and_environment_registers(pack: int) -> None:
+    """A launch without clusters on one SM: the values the interpreter gives them."""
+    out = compare(parse_ptx(SPECIALS, "specials.ptx"), "specials", 5, 8, pack, [np.zeros(40, np.uint32)])
+    cta = np.arange(40) // 8
+    np.testing.assert_array_equal(out[0], (cta * 1000 + 5) * 10 + 1 + 1 + 0 + 1 + 0 + 64 + 1)

@@ -535,13 +535,30 @@ class _Lifter:
             ("%nctaid", "z"): nz,
             ("%laneid", None): per_lane([t % 32 for t in thread]),
             ("%warpid", None): per_lane([t // 32 for t in thread]),
-            ("%nwarpid", None): const(-(-size // 32)),
+            ("%nwarpid", None): const(64),  # the hardware's warp-id range, as the interpreter has it
             ("WARP_SZ", None): const(32),
             ("%lanemask_eq", None): lanemask(lambda i, j: j == i),
             ("%lanemask_lt", None): lanemask(lambda i, j: j < i),
             ("%lanemask_le", None): lanemask(lambda i, j: j <= i),
             ("%lanemask_gt", None): lanemask(lambda i, j: j > i),
             ("%lanemask_ge", None): lanemask(lambda i, j: j >= i),
+            # A launch without clusters, on one SM, as the interpreter runs it: every CTA
+            # its own cluster; %envreg (driver-set, read by GCC's offload code) zero.
+            ("%clusterid", "x"): ctaid_x,
+            ("%clusterid", "y"): y,
+            ("%clusterid", "z"): z,
+            ("%nclusterid", "x"): nx,
+            ("%nclusterid", "y"): ny,
+            ("%nclusterid", "z"): nz,
+            **{("%cluster_ctaid", sel): const(0) for sel in "xyz"},
+            **{("%cluster_nctaid", sel): const(1) for sel in "xyz"},
+            ("%cluster_ctarank", None): const(0),
+            ("%cluster_nctarank", None): const(1),
+            ("%is_explicit_cluster", None): d.const(0, 1),
+            ("%smid", None): const(0),
+            ("%nsmid", None): const(1),
+            ("%gridid", None): d.const(1, 64),
+            **{(f"%envreg{i}", None): const(0) for i in range(32)},
         }
         return Specials(values), d.ult(ctaid_x, nx)
 
