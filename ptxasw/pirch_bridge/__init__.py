@@ -14,11 +14,14 @@ function over InfRegs, ``<L x iN>`` vectors whose lanes are the work items of
 - `lift`: `lift_kernel`, the control flow (masked SIMT execution with a
   dispatcher, full-mask fast paths, if-conversion) and the grid entry point;
 - `metadata`: the PIRCH layout metadata that makes the IR InfReg-IR;
-- `backends`: the ``infreg`` and ``llvm`` targets (`backends.emit`);
+- `backends`: the targets (`backends.emit`): ``infreg`` and ``llvm``; ``avx512``,
+  C with AVX-512 intrinsics translated from the lifted module; ``ve``, the
+  module lowered to the NEC SX-Aurora intrinsics ``llvm.ve.vl.*``;
 - `jit` and `runtime`: compile for this host (cached by content) and launch a
   grid over NumPy arrays on several threads (`runtime.launch_lifted`,
-  `runtime.run_lifted`, used by ``ptxasw run --engine llvm``).
+  `runtime.run_lifted`, used by ``ptxasw run --engine llvm|avx512|ve-emulated``;
+  ``ve-emulated`` runs the VE module with each intrinsic defined for this host).
 
-Command line: ``ptxasw lift IN.ptx [--kernel K] --target {infreg,llvm}
+Command line: ``ptxasw lift IN.ptx [--kernel K] --target {infreg,llvm,avx512,ve}
 [--emit ir|asm|obj] [-o OUT] [--wg-size N] [--wg-pack N] [--block X,Y,Z]``.
 """
