@@ -431,3 +431,57 @@ def test_engine_runs_the_cli_kernel(tmp_path: Path) -> None:
     module = parse_ptx(REDUCE, "red.ptx")
     rng = np.random.default_rng(1)
     compare(module, "red", 3, 8, 2, [floats(rng, 24, np.float32), np.zeros(24, np.float32)])
+
+
+# ---- lane-by-lane operations (no single AVX-512 instruction) -----------------------------------------
+
+
+def _unary_module(src: ll.Type, dst: ll.Type, lanes: int, build) -> ll.Module:
+    """``void f(src* x, dst* out)``: out[0:lanes] = build(builder, module, x[0:lanes])."""
+    m = ll.Module("unary")
+    vin, vout = ll.VectorType(src, lanes), ll.VectorType(dst, lanes)
+    fn = ll.Function(m, ll.FunctionType(ll.VoidType(), [vin.as_pointer(), vout.as_pointer()]), "f")
+    b = ll.IRBuilder(fn.append_basic_block("entry"))
+    b.store(build(b, m, b.load(fn.args[0]), vout), fn.args[1])
+    b.ret_void()
+    return m
+
+
+def _declare(m: ll.Module, name: str, ret: ll.Type, args: list[ll.Type]) -> ll.Function:
+    return ll.Function(m, ll.FunctionType(ret, args), name)
+
+
+def _run_unary(module: ll.Module, x: np.ndarray, out_dtype: type) -> np.ndarray:
+    cmod = translate(module)
+    lib = ctypes.CDLL(str(avx512.compile_c(cmod.text, "so")))
+    out = np.zeros(x.size, out_dtype)
+    getattr(lib, cmod.functions["f"])(ctypes.c_void_p(x.ctypes.data), ctypes.c_void_p(out.ctypes.data))
+    return out
+
+
+def test_saturating_conversion_and_bit_counts() -> None:
+    """llvm.fptosi.sat (NaN to 0, saturated), ctpop and ctlz over 20 lanes (two chunks)."""
+    x = np.array([np.nan, np.inf, -np.inf, 3e9, -3e9, 2.5, -2.5, -0.0, 2147483520.0, 1e-30] * 2, np.float32)
+    sat = _unary_module(
+        ll.FloatType(),
+        _I32,
+        20,
+        lambda b, m, v, t: b.call(_declare(m, "llvm.fptosi.sat.v20i32.v20f32", t, [v.type]), [v]),
+    )
+    wide = np.trunc(np.nan_to_num(x.astype(np.float64), nan=0.0, posinf=2.0**40, neginf=-(2.0**40)))
+    want = np.clip(wide, -(2**31), 2**31 - 1).astype(np.int32)
+    assert np.array_equal(_run_unary(sat, x, np.int32), want)
+    k = np.array([0, 1, 3, 0x80000000, 0xFFFFFFFF, 12345, 7, 1 << 20] * 2 + [5, 6, 9, 0], np.uint32)
+    for name, expect in (
+        ("llvm.ctpop", [bin(int(v)).count("1") for v in k]),
+        ("llvm.ctlz", [32 - int(v).bit_length() for v in k]),
+    ):
+        extra = [ll.Constant(ll.IntType(1), 0)] if name == "llvm.ctlz" else []
+
+        def build(
+            b: ll.IRBuilder, m: ll.Module, v: ll.Value, t: ll.Type, n: str = name, e: list = extra
+        ) -> ll.Value:
+            return b.call(_declare(m, f"{n}.v20i32", t, [v.type, *(x.type for x in e)]), [v, *e])
+
+        mod = _unary_module(_I32, _I32, 20, build)
+        assert _run_unary(mod, k, np.uint32).tolist() == expect, name

@@ -1627,7 +1627,7 @@ def _fptoi_sat(signed: bool) -> Callable[[_Translator, ll.CallInstr], None]:
             raise t.refuse(f"saturating conversion to i{bits}")
         lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
         ct = _SIGNED_C[bits] if signed else _SCALAR_C[bits]
-        lo_c = f"(-{_int_lit(-lo - 1, 64)} - 1)" if signed else "0"
+        lo_c = f"(-(int64_t){_int_lit(-lo - 1, 64)} - 1)" if signed else "0"  # signed, not unsigned
         hi_c = _int_lit(hi, 64)
         expr = f"({_SCALAR_C[bits]})PX_SAT({ct}, {lo_c}, {hi_c}, {{0}})"
         if lay.kind == "vec":
