@@ -101,7 +101,7 @@ def gcc() -> str:
     cc = os.environ.get("CC", "gcc")
     path = shutil.which(cc)
     if path is None:
-        raise PtxError(f"--target avx512 needs gcc: {cc} not found on PATH")
+        raise PtxError(f"the avx512 back end needs gcc: {cc} not found on PATH")
     return path
 
 
