@@ -184,3 +184,38 @@ def test_loaded_divisor_is_fixed_and_the_answer_is_z3s() -> None:
     assert stats.cheap_answers >= 1  # the model came from the under-approximation
     # The other side of the branch: also satisfiable, also Z3's answer.
     assert solver.check(pc, [z3.Not(query)]) is True
+
+
+# --------------------------------------------------------------------------
+# The interval memo never outlives its terms
+
+
+def _subterm_ids(formulas: list[z3.BoolRef]) -> set[int]:
+    out: set[int] = set()
+    stack: list[z3.ExprRef] = list(formulas)
+    while stack:
+        e = stack.pop()
+        if e.get_id() in out:
+            continue
+        out.add(e.get_id())
+        if z3.is_app(e):
+            stack.extend(e.children())
+    return out
+
+
+def test_interval_memo_keys_stay_alive() -> None:
+    """The solver memoises intervals by Z3 id; Z3 reuses the id of a term
+    nobody holds, and a stale interval would decide a later, different
+    term (a branch side pruned that is feasible). Queries answered by
+    intervals alone and queries restated for the solver (whose original
+    form is stored nowhere else) must keep their terms alive."""
+    stats = executor.Stats()
+    solver = executor._Solver(200, stats, deadline=time.perf_counter() + 60.0, budget_s=60.0)
+    tid = z3.BitVec("%tid.x", 32)
+    n = z3.BitVec("param_n", 32)
+    for k in range(40):
+        # Decided by intervals (%tid.x < 1024 by the ISA ranges) and dropped.
+        assert solver.check([], [z3.ULT(tid + k, 5000)]) is True
+        d = z3.simplify(40 * z3.ZeroExt(32, n + k) - 40 * z3.ZeroExt(32, n))
+        solver.check_rewritten([], [z3.ULT(d + 7, 15)], [overlap_condition(d, 8, 8)])
+    assert set(solver._ranges) <= _subterm_ids(solver._ranged)

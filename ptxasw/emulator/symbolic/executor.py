@@ -590,7 +590,11 @@ class _Solver:
         self._abs_vars: dict[int, tuple[z3.ExprRef, z3.ExprRef]] = {}
         self._abs_cache: dict[int, tuple[z3.ExprRef, z3.ExprRef]] = {}
         self._abs_nodes: dict[int, list[z3.ExprRef]] = {}  # formula id -> the terms replaced in it
-        self._ranges: dict[int, tuple[int, int]] = {}  # interval memo (terms stay alive in the queries)
+        # Interval memo by term id; every formula it was filled from is kept
+        # in `_ranged`, so no id in it can be reused by a later term (an
+        # early answer or a restated query is not kept anywhere else).
+        self._ranges: dict[int, tuple[int, int]] = {}
+        self._ranged: list[z3.BoolRef] = []
         self.bare = z3.Solver()  # for queries without their context
         self.bare.set("random_seed", 0)
 
@@ -749,6 +753,7 @@ class _Solver:
         cheaper proof (`affine.overlap_condition`). The interval pass reads
         ``extra``, whose comparisons it understands."""
         decided = [decide(c, self._ranges) for c in extra]
+        self._ranged.extend(extra)
         if False in decided:
             self.stats.cheap_answers += 1
             return False
