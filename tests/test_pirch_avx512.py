@@ -26,17 +26,16 @@ import pytest
 from llvmlite import ir as ll
 
 from ptxasw import ir
-from ptxasw.emulator.concrete.interpreter import launch
 from ptxasw.errors import PtxError
 from ptxasw.parser import parse_ptx
 from ptxasw.pirch_bridge.backends import avx512
 from ptxasw.pirch_bridge.backends.c_emit import translate
 from ptxasw.pirch_bridge.backends.c_reorder import Reorder, classify, plan_shuffle
 from ptxasw.pirch_bridge.lift import LiftedKernel, lift_kernel
-from ptxasw.pirch_bridge.runtime import launch_lifted, run_lifted
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_pirch_kernels import LIFT_CASES, _bits
+import test_pirch_lift as lift_tests
+from test_pirch_kernels import LIFT_CASES, check_lifted
 from test_pirch_lift import NVCC_FLAGS, _compile, floats, ints
 
 from benchmarks.pirch import suite
@@ -88,28 +87,7 @@ def evidence_built() -> None:
 
 @pytest.mark.parametrize(("name", "wg", "pack"), LIFT_CASES)
 def test_evidence_kernel_equals_interpreter(evidence_built: None, name: str, wg: int, pack: int) -> None:
-    kernel = suite.KERNELS[name]
-    args = kernel.args(4, wg, seed=13, special=True)
-    want = suite.run_interpreter(kernel, wg, args)
-    grid, block = kernel.launch_shape(4, wg)
-    module = suite.load_module(kernel.source)
-    result = run_lifted(
-        module,
-        kernel.symbol(wg),
-        grid,
-        block,
-        suite.copy_args(args),
-        wg_pack=pack,
-        threads=2,
-        engine="avx512",
-    )
-    for index, expected in zip(kernel.outputs, want, strict=True):
-        got = result.buffers[index]
-        bad = np.flatnonzero(_bits(got).reshape(-1) != _bits(expected).reshape(-1))
-        assert bad.size == 0, (
-            f"{kernel.symbol(wg)} pack {pack} argument {index}: {bad.size} differ, first at {bad[0]}: "
-            f"{got.reshape(-1)[bad[0]]!r} vs the interpreter's {expected.reshape(-1)[bad[0]]!r}"
-        )
+    check_lifted(name, wg, 4, 13, pack=pack, engine="avx512")
 
 
 # ---- the small kernels of tests/kernels/pirch.cu ---------------------------------------------------------
@@ -125,23 +103,7 @@ def compare(
     threads: int = 2,
 ) -> list[np.ndarray | None]:
     """The interpreter and the avx512 engine on copies of ``args``: equal bytes."""
-    copy = lambda a: a.copy() if isinstance(a, np.ndarray) else a  # noqa: E731
-    block = (wg, 1, 1) if isinstance(wg, int) else wg
-    want = launch(module, kernel, grid, block, [copy(a) for a in args], strict=True)
-    lifted = lift_kernel(module, kernel, wg_pack=pack, block=block)
-    got = launch_lifted(lifted, grid, block, [copy(a) for a in args], threads=threads, engine="avx512")
-    for i, (w, g) in enumerate(zip(want.buffers, got.buffers, strict=True)):
-        if w is None:
-            assert g is None
-            continue
-        wb, gb = w.view(np.uint8), g.view(np.uint8)
-        if not np.array_equal(wb, gb):
-            bad = np.flatnonzero((wb != gb).reshape(w.size, -1).any(axis=1))
-            pytest.fail(
-                f"{kernel} (WG {wg}, pack {pack}): argument {i} differs at {bad[:8].tolist()}: "
-                f"avx512 {g.reshape(-1)[bad[:4]]} interpreter {w.reshape(-1)[bad[:4]]}"
-            )
-    return got.buffers
+    return lift_tests.compare(module, kernel, grid, wg, pack, args, threads, engine="avx512")
 
 
 SMALL = [(8, 3), (16, 2), (32, 1)]

@@ -249,26 +249,44 @@ def _bits(values: np.ndarray) -> np.ndarray:
     return values.view({1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[values.dtype.itemsize])
 
 
-@pytest.mark.parametrize(("name", "wg", "pack"), LIFT_CASES)
-def test_lifted_equals_interpreter(builds, name: str, wg: int, pack: int) -> None:
-    """Random data with NaN, infinities, -0.0 and wrap-around, 4 work groups (a partial pack of 3)."""
+def check_lifted(
+    name: str,
+    wg: int,
+    groups: int,
+    seed: int,
+    *,
+    pack: int | None = None,
+    arch: str = "sm_90",
+    debug: bool = False,
+    engine: str = "llvm",
+) -> None:
+    """Run kernel ``name`` on ``groups`` work groups of special values (NaN, infinities,
+    -0.0, wrap-around) in the interpreter and lifted (``engine``, ``pack`` per call);
+    assert every output equal bit for bit. Shared by the llvm, avx512 and VE tests."""
     from ptxasw.pirch_bridge.runtime import run_lifted
 
     kernel = suite.KERNELS[name]
-    args = kernel.args(4, wg, seed=13, special=True)
-    want = suite.run_interpreter(kernel, wg, args)
-    grid, block = kernel.launch_shape(4, wg)
-    module = suite.load_module(kernel.source)
+    args = kernel.args(groups, wg, seed=seed, special=True)
+    want = suite.run_interpreter(kernel, wg, args, arch, debug)
+    grid, block = kernel.launch_shape(groups, wg)
+    module = suite.load_module(kernel.source, arch, debug)
     result = run_lifted(
-        module, kernel.symbol(wg), grid, block, suite.copy_args(args), wg_pack=pack, threads=2
+        module, kernel.symbol(wg), grid, block, suite.copy_args(args), wg_pack=pack, threads=2, engine=engine
     )
+    where = f"{kernel.symbol(wg)} ({arch}{' -G' if debug else ''}, {engine}, pack {pack})"
     for index, expected in zip(kernel.outputs, want, strict=True):
         got = result.buffers[index]
         bad = np.flatnonzero(_bits(got).reshape(-1) != _bits(expected).reshape(-1))
         assert bad.size == 0, (
-            f"{kernel.symbol(wg)} pack {pack} argument {index}: {bad.size} differ, first at {bad[0]}: "
+            f"{where} argument {index}: {bad.size} differ, first at {bad[0]}: "
             f"{got.reshape(-1)[bad[0]]!r} vs the interpreter's {expected.reshape(-1)[bad[0]]!r}"
         )
+
+
+@pytest.mark.parametrize(("name", "wg", "pack"), LIFT_CASES)
+def test_lifted_equals_interpreter(builds, name: str, wg: int, pack: int) -> None:
+    """Random data with NaN, infinities, -0.0 and wrap-around, 4 work groups (a partial pack of 3)."""
+    check_lifted(name, wg, 4, 13, pack=pack)
 
 
 # The other builds the issue names: sm_75 (no redux.sync, .maxntid instead of .reqntid)
@@ -291,15 +309,4 @@ OTHER_BUILD_CASES = [
 
 @pytest.mark.parametrize(("arch", "debug", "name", "wg"), OTHER_BUILD_CASES, ids=str)
 def test_lifted_other_builds(builds, arch: str, debug: bool, name: str, wg: int) -> None:
-    from ptxasw.pirch_bridge.runtime import run_lifted
-
-    kernel = suite.KERNELS[name]
-    args = kernel.args(3, wg, seed=5, special=True)
-    want = suite.run_interpreter(kernel, wg, args, arch, debug)
-    grid, block = kernel.launch_shape(3, wg)
-    module = suite.load_module(kernel.source, arch, debug)
-    result = run_lifted(module, kernel.symbol(wg), grid, block, suite.copy_args(args), threads=2)
-    for index, expected in zip(kernel.outputs, want, strict=True):
-        got = result.buffers[index]
-        bad = np.flatnonzero(_bits(got).reshape(-1) != _bits(expected).reshape(-1))
-        assert bad.size == 0, f"{arch} -G={debug} {kernel.symbol(wg)} argument {index}: {bad.size} differ"
+    check_lifted(name, wg, 3, 5, arch=arch, debug=debug)

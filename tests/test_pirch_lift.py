@@ -104,14 +104,15 @@ def compare(
     pack: int,
     args: list[object],
     threads: int = 2,
+    engine: str = "llvm",
 ) -> list[np.ndarray | None]:
     """Run the interpreter and the lifted kernel (blocks of ``wg`` threads, ``pack``
-    per call) on copies of ``args``; assert equal bytes."""
+    per call, built by ``engine``) on copies of ``args``; assert equal bytes."""
     copy = lambda a: a.copy() if isinstance(a, np.ndarray) else a  # noqa: E731
     block = (wg, 1, 1) if isinstance(wg, int) else wg
     want = launch(module, kernel, grid, block, [copy(a) for a in args], strict=True)
     lifted = lift_kernel(module, kernel, wg_pack=pack, block=block)
-    got = launch_lifted(lifted, grid, block, [copy(a) for a in args], threads=threads)
+    got = launch_lifted(lifted, grid, block, [copy(a) for a in args], threads=threads, engine=engine)
     for i, (w, g) in enumerate(zip(want.buffers, got.buffers, strict=True)):
         if w is None:
             assert g is None
@@ -121,7 +122,7 @@ def compare(
             bad = np.flatnonzero((wb != gb).reshape(w.size, -1).any(axis=1))
             pytest.fail(
                 f"{kernel} (WG {wg}, pack {pack}): argument {i} differs at {bad[:8].tolist()}: "
-                f"lifted {g.reshape(-1)[bad[:4]]} interpreter {w.reshape(-1)[bad[:4]]}"
+                f"{engine} {g.reshape(-1)[bad[:4]]} interpreter {w.reshape(-1)[bad[:4]]}"
             )
     return got.buffers
 

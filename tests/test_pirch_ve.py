@@ -28,7 +28,7 @@ from ptxasw.pirch_bridge.jit import compile_ir
 from ptxasw.pirch_bridge.lift import lift_kernel
 from tests import test_pirch_lift as lift_tests
 from tests.test_pirch_cli import WARP_SUM
-from tests.test_pirch_kernels import LIFT_CASES, _bits
+from tests.test_pirch_kernels import LIFT_CASES, check_lifted
 from tests.test_pirch_lift import pirch_debug_ptx, pirch_ptx  # noqa: F401 - fixtures used below
 
 # And packs that fill 64 and all 256 lanes of a VE register (LIFT_CASES reach 128,
@@ -58,24 +58,7 @@ needs_nvcc = pytest.mark.skipif(not suite.have_nvcc(), reason="nvcc not found on
 @pytest.mark.parametrize(("name", "wg", "pack"), VE_CASES)
 def test_ve_emulated_equals_interpreter(name: str, wg: int, pack: int) -> None:
     """Special values (NaN, infinities, -0.0, wrap-around); pack+1 work groups (a partial pack)."""
-    from ptxasw.pirch_bridge.runtime import run_lifted
-
-    kernel = suite.KERNELS[name]
-    groups = pack + 1
-    args = kernel.args(groups, wg, seed=17, special=True)
-    want = suite.run_interpreter(kernel, wg, args)
-    grid, block = kernel.launch_shape(groups, wg)
-    module = suite.load_module(kernel.source)
-    result = run_lifted(
-        module, kernel.symbol(wg), grid, block, suite.copy_args(args), wg_pack=pack, engine="ve-emulated"
-    )
-    for index, expected in zip(kernel.outputs, want, strict=True):
-        got = result.buffers[index]
-        bad = np.flatnonzero(_bits(got).reshape(-1) != _bits(expected).reshape(-1))
-        assert bad.size == 0, (
-            f"{kernel.symbol(wg)} pack {pack} argument {index}: {bad.size} differ, first at {bad[0]}: "
-            f"{got.reshape(-1)[bad[0]]!r} vs the interpreter's {expected.reshape(-1)[bad[0]]!r}"
-        )
+    check_lifted(name, wg, pack + 1, 17, pack=pack, engine="ve-emulated")
 
 
 # tests/test_pirch_lift.py's kernels (pirch.cu: shuffles in every mode, votes, atomics in
