@@ -23,13 +23,20 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ENV_CACHE_DIR", "CachedResult", "ResultCache", "cache_dir", "default_cache_dir"]
+__all__ = [
+    "ENV_CACHE_DIR",
+    "CachedResult",
+    "ResultCache",
+    "cache_dir",
+    "default_cache_dir",
+    "directory_setting",
+]
 
 ENV_CACHE_DIR = "PTXASW_CACHE_DIR"
 _FORMAT = 1
@@ -46,12 +53,15 @@ class CachedResult:
 def cache_dir(env: Mapping[str, str] | None = None) -> Path | None:
     """The cache directory, or None when disabled."""
     env = os.environ if env is None else env
-    value = env.get(ENV_CACHE_DIR, "")
+    return directory_setting(env.get(ENV_CACHE_DIR, ""), lambda: default_cache_dir(env))
+
+
+def directory_setting(value: str, default: Callable[[], Path]) -> Path | None:
+    """A directory named by an environment setting: ``off`` (``0``, ``none``, ``false``)
+    means none, an empty value ``default()``."""
     if value.lower() in ("off", "0", "none", "false"):
         return None
-    if value:
-        return Path(value)
-    return default_cache_dir(env)
+    return Path(value) if value else default()
 
 
 def default_cache_dir(env: Mapping[str, str] | None = None) -> Path:

@@ -92,15 +92,12 @@ class Verdict:
 
 def tune_dir(env: Mapping[str, str] | None = None) -> Path | None:
     """The verdict store's directory, or None when verdicts are off (see the module doc)."""
-    from ptxasw.driver.cache import cache_dir, default_cache_dir
+    from ptxasw.driver.cache import cache_dir, default_cache_dir, directory_setting
 
     env = os.environ if env is None else env
-    value = env.get(ENV_TUNE_DIR, "")
-    if value.lower() in ("off", "0", "none", "false"):
-        return None
-    if value:
-        return Path(value)
-    return (cache_dir(env) or default_cache_dir(env)) / "tune"
+    return directory_setting(
+        env.get(ENV_TUNE_DIR, ""), lambda: (cache_dir(env) or default_cache_dir(env)) / "tune"
+    )
 
 
 def _arch_folder(arch: str) -> str:
