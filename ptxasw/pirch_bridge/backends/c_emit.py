@@ -1233,15 +1233,10 @@ def _load(t: _Translator, inst: ll.LoadInstr) -> None:
         t.define(inst, [f"{load}({t.valid_kmask(lay, k)}, (void const *)({p} + {64 * k}))"
                         for k in range(lay.parts)])  # fmt: skip
         return
-    if (
-        lay.kind == "ptr"
-        or (lay.kind == "int" and lay.bits in (8, 16, 32, 64))
-        or lay.kind in ("float", "double")
-    ):
-        ct = _SCALAR_C.get(lay.bits, lay.ctype) if lay.kind == "int" else lay.ctype
-        t.define(inst, [f"({lay.ctype})({{ {ct} l_; memcpy(&l_, {p}, sizeof l_); l_; }})"])
-        return
-    raise t.refuse(f"a load of {inst.type} from memory")
+    ct = _memory_ctype(lay)
+    if ct is None:
+        raise t.refuse(f"a load of {inst.type} from memory")
+    t.define(inst, [f"({lay.ctype})({{ {ct} l_; memcpy(&l_, {p}, sizeof l_); l_; }})"])
 
 
 def _store(t: _Translator, inst: ll.StoreInstr) -> None:
@@ -1266,15 +1261,18 @@ def _store(t: _Translator, inst: ll.StoreInstr) -> None:
                 f"_mm512_mask_storeu_{el.suffix}((void *)({p} + {64 * k}), {t.valid_kmask(lay, k)}, {part});"
             )
         return
-    if (
-        lay.kind == "ptr"
-        or (lay.kind == "int" and lay.bits in (8, 16, 32, 64))
-        or lay.kind in ("float", "double")
-    ):
-        ct = _SCALAR_C.get(lay.bits, lay.ctype) if lay.kind == "int" else lay.ctype
-        t.emit(f"{{ {ct} s_ = ({ct}){v.parts[0]}; memcpy({p}, &s_, sizeof s_); }}")
-        return
-    raise t.refuse(f"a store of {value.type} to memory")
+    ct = _memory_ctype(lay)
+    if ct is None:
+        raise t.refuse(f"a store of {value.type} to memory")
+    t.emit(f"{{ {ct} s_ = ({ct}){v.parts[0]}; memcpy({p}, &s_, sizeof s_); }}")
+
+
+def _memory_ctype(lay: Layout) -> str | None:
+    """The C type a scalar of ``lay`` has in memory (loads and stores go through
+    ``memcpy``, which is exact for any alignment), or None when it has none."""
+    if lay.kind == "int":
+        return _SCALAR_C[lay.bits] if lay.bits in (8, 16, 32, 64) else None
+    return lay.ctype if lay.kind in ("ptr", "float", "double") else None
 
 
 def _gep(t: _Translator, inst: ll.GEPInstr) -> None:
