@@ -29,6 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from ptxasw import ir  # noqa: E402
 from ptxasw.errors import PtxError  # noqa: E402
 from ptxasw.parser import parse_file  # noqa: E402
 from ptxasw.pirch_bridge.lift import lift_kernel  # noqa: E402
@@ -41,10 +42,10 @@ def corpus_files() -> list[Path]:
     return sorted(p for p in root.glob("*.ptx") if not SKIP.match(p.name))
 
 
-def opcode_family(inst: object) -> str:
+def opcode_family(inst: ir.Instruction) -> str:
     """``shfl.sync`` for ``shfl.sync.idx.b32``: the opcode and its leading modifier."""
-    opcode = getattr(inst, "opcode", "?")
-    mods = [m for m in getattr(inst, "modifiers", ()) if not re.match(r"^\.[subf]\d+$|^\.pred$", m)]
+    opcode = inst.opcode
+    mods = [m for m in inst.modifiers if not re.match(r"^\.[subf]\d+$|^\.pred$", m)]
     return opcode + (mods[0] if opcode in ("shfl", "vote", "bar", "match", "redux") and mods else "")
 
 
@@ -83,7 +84,10 @@ def main() -> int:
                 continue
             kernels += 1
             seen.update(families)
-            block = None if any(d.name in (".reqntid", ".maxntid") for d in _directives(fn)) else (32, 1, 1)
+            shaped = any(
+                isinstance(d, ir.PerfDirective) and d.name in (".reqntid", ".maxntid") for d in fn.directives
+            )
+            block = None if shaped else (32, 1, 1)
             try:
                 lift_kernel(module, fn.name, block=block)
             except (PtxError, ValueError, NotImplementedError) as exc:
@@ -117,10 +121,6 @@ def main() -> int:
     if opts.json:
         Path(opts.json).write_text(json.dumps(result, indent=1) + "\n")
     return 0
-
-
-def _directives(fn: object) -> list:
-    return [d for d in getattr(fn, "directives", []) if hasattr(d, "name")]
 
 
 if __name__ == "__main__":
