@@ -403,6 +403,88 @@ def test_a_store_that_may_alias_invalidates_earlier_loads() -> None:
     assert trace[ld_nc].readonly and ld_nc not in flow.may_alias_store
 
 
+LOCAL_FRAME = """
+.visible .entry frame(.param .u64 p, .param .u32 n, .param .u32 m)
+{
+    .local .align 8 .b8 %frame_ar[800];
+    .reg .pred %p<3>;
+    .reg .b32 %r<10>;
+    .reg .b64 %rd<20>;
+    .reg .f64 %fd<5>;
+    ld.param.u64 %rd1, [p];
+    ld.param.u32 %r9, [n];
+    ld.param.u32 %r8, [m];
+    cvta.local.u64 %rd2, %frame_ar;
+    mul.wide.u32 %rd7, %r8, 8;
+    add.s64 %rd8, %rd2, %rd7;
+    mov.u32 %r1, %tid.x;
+    mov.u32 %r2, 0;
+$L1:
+    mul.wide.u32 %rd3, %r2, 8;
+    add.s64 %rd4, %rd2, %rd3;
+    ld.f64 %fd1, [%rd4+400];
+    ld.f64 %fd2, [%rd8];
+    add.f64 %fd3, %fd1, %fd2;
+    st.f64 [%rd4+8], %fd3;
+    add.s32 %r2, %r2, 1;
+    setp.lt.u32 %p1, %r2, %r9;
+    @%p1 bra $L1;
+    mul.wide.u32 %rd5, %r1, 8;
+    add.s64 %rd6, %rd1, %rd5;
+    st.global.f64 [%rd6], %fd3;
+    ret;
+}
+"""
+
+
+def test_thread_private_loads_are_invalidated_without_the_solver(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A load of the thread's own stack (GCC's ``%frame_ar`` through a generic
+    address) is never a shuffle source: a store the cheap rules cannot place
+    is taken to overwrite it (sound), with no solver call. The store to
+    ``[frame + 8i + 8]`` may well hit ``[frame + 8i + 400]`` of another
+    iteration, so both loads stay marked."""
+    from ptxasw.emulator.symbolic import executor
+
+    asked: list[str] = []
+    check = executor._Solver.check_rewritten
+
+    def spy(self: executor._Solver, pc: object, extra: list[z3.BoolRef], form: object) -> bool | None:
+        asked.extend(str(e) for e in extra)
+        return check(self, pc, extra, form)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(executor._Solver, "check_rewritten", spy)
+    result = analyze(LOCAL_FRAME, "frame")
+    assert result.status == "complete"
+    assert asked and not any("frame_ar" in q for q in asked)  # the loop exit is asked, no address
+    for flow in result.flows:
+        trace = flow.trace
+        stores = [i for i, a in enumerate(trace) if a.kind == "st" and a.space == "generic"]
+        loads = [i for i, a in enumerate(trace) if a.kind == "ld" and a.space == "generic"]
+        near, far = loads  # [frame + 8i + 400], [frame + 8m]
+        assert flow.may_alias_store.get(far) == stores[0]
+        assert flow.may_alias_store.get(near) != stores[0]
+
+
+def test_a_store_the_semantics_cannot_emulate_makes_the_kernel_partial(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An internal error while emulating a store must not drop the write
+    silently (a later load would look unchanged and could be shuffled): the
+    memory is clobbered and the kernel is partial, naming the store."""
+    from ptxasw.emulator.symbolic.executor import SymbolicExecutor
+
+    def broken(self: SymbolicExecutor, *args: object, **kwargs: object) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(SymbolicExecutor, "store", broken)
+    result = analyze(INVALIDATE, "alias")
+    assert result.status == "partial"
+    assert result.reason is not None and "not emulated" in result.reason and "boom" in result.reason
+    (flow,) = result.flows
+    loads = [a for a in flow.trace if a.kind == "ld" and a.space == ".global"]
+    first, reload = loads[0], loads[2]  # [p] before and after st [p+4]
+    assert first.value is not None and reload.value is not None
+    assert not always(first.value == reload.value)
+
+
 def test_tiny_time_budget_gives_a_partial_analysis() -> None:
     result = analyze(LOOP, "strided", Budget(time_s=1e-6))
     assert result.status == "partial"

@@ -1365,9 +1365,27 @@ class SymbolicExecutor:
         fn = self._load_func(space, 8 * nbytes, version, address.size())
         return fn(address)  # type: ignore[return-value]
 
-    def _relation(self, st: _State, a: BV, na: int, b: BV, nb: int) -> str | int:
+    def _thread_private(self, space: str | None, address: BV) -> bool:
+        """Whether a load of ``address`` in ``space`` reads a thread's own
+        memory (``.local``, or a generic address rooted in a ``.local``
+        variable such as GCC's ``%frame_ar``): no other lane can share its
+        value, so it is never the source of a shuffle."""
+        if space == ".local":
+            return True
+        if space != "generic":
+            return False
+        base = _symbol_term(address)
+        return base is not None and self._space_of(base[1:]) == ".local"
+
+    def _relation(self, st: _State, a: BV, na: int, b: BV, nb: int, precise: bool = True) -> str | int:
         """``disjoint``, ``may`` (overlap possible) or the constant byte
-        offset ``a - b`` when it is one (under the path condition)."""
+        offset ``a - b`` when it is one (under the path condition).
+
+        Not ``precise``: only the answers that need no solver; ``may``
+        otherwise (sound: the caller only learns less). For loads of a
+        thread's own memory, whose invalidation only annotates the trace,
+        the solver's proofs of disjoint stack slots in nested loops cost
+        most of the analysis of GCC's offload code."""
         if a.size() != b.size():
             w = max(a.size(), b.size())
             a, b = _resize(self.dom, a, w), _resize(self.dom, b, w)
@@ -1388,6 +1406,8 @@ class SymbolicExecutor:
             # byte ranges apart (`affine`): no solver needed.
             self.solver.stats.cheap_answers += 1
             return "disjoint"
+        if d is None and not precise:
+            return "may"
         fast = self.solver.fast
         if d is None:
             differ = [z3.Not(equal_condition(diff))] if fast else None
@@ -1494,7 +1514,11 @@ class SymbolicExecutor:
             if i in flow.may_alias_store:
                 continue
             assert a.address is not None
-            if a.space != space or self._relation(st, a.address, a.nbytes, address, nbytes) != "disjoint":
+            if a.space != space:
+                flow.may_alias_store[i] = index
+                continue
+            precise = not self._thread_private(a.space, a.address)
+            if self._relation(st, a.address, a.nbytes, address, nbytes, precise) != "disjoint":
                 flow.may_alias_store[i] = index
         event = _MemEvent(self._new_event_id(), "store", spaces, space, address, nbytes, value, guard)
         st.mem.append(event)
@@ -1626,8 +1650,14 @@ class SymbolicExecutor:
         except (_BudgetExceeded, UnsupportedInstruction):
             raise
         except Exception as exc:  # a semantics gap must not stop the analysis
-            self.unknown(inst, f"{type(exc).__name__}: {exc}")
+            reason = f"{type(exc).__name__}: {exc}"
+            self.unknown(inst, reason)
             self._havoc_defs(inst)
+            if isa.is_store(inst) or isa.is_atomic(inst) or inst.opcode in ("bar", "barrier"):
+                # Its write is not in the trace: whatever it may change is
+                # unknown from here on, and the stores it made are missing.
+                self._clobber(self._st(), _ALL_WRITABLE, None)
+                self.partial = self.partial or f"{inst.mnemonic} at {inst.loc} not emulated ({reason})"
 
     def _observe(self, st: _State, inst: ir.Instruction) -> None:
         """Record the watched registers of ``inst`` (see ``watch``)."""
@@ -1965,6 +1995,18 @@ def _resize(dom: SymbolicDomain, value: BV, width: int) -> BV:
     if w > width:
         return dom.extract(value, width - 1, 0)
     return dom.zext(value, width)
+
+
+def _symbol_term(address: BV) -> str | None:
+    """The ``&name`` among the terms of the sum ``address`` (``&name + ...``),
+    or None: where a simplified address keeps its variable."""
+    terms = address.children() if z3.is_app_of(address, z3.Z3_OP_BADD) else [address]
+    for term in terms:
+        if z3.is_const(term) and not z3.is_bv_value(term):
+            name = term.decl().name()
+            if name.startswith("&"):
+                return name
+    return None
 
 
 def _split_symbol(address: BV) -> tuple[str | None, int]:
