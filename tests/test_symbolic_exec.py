@@ -465,7 +465,9 @@ def test_thread_private_loads_are_invalidated_without_the_solver(monkeypatch: py
         assert flow.may_alias_store.get(near) != stores[0]
 
 
-def test_a_store_the_semantics_cannot_emulate_makes_the_kernel_partial(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_store_the_semantics_cannot_emulate_makes_the_kernel_partial(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """An internal error while emulating a store must not drop the write
     silently (a later load would look unchanged and could be shuffled): the
     memory is clobbered and the kernel is partial, naming the store."""
