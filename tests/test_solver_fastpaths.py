@@ -269,3 +269,56 @@ def test_corpus_kernel_shortcuts_agree(corpus, monkeypatch: pytest.MonkeyPatch) 
     assert fast.stats.solver_calls <= slow.stats.solver_calls
     assert slices
     _agree_with_full_z3(strides, slices)
+
+
+def test_a_free_predicate_literal_joins_no_slice() -> None:
+    """``setp.lt.f64(x, y)`` on its own (no other conjunct names the
+    function) is satisfiable beside anything: it is left out, and it does not
+    bridge the symbols of its arguments to the query."""
+    a, b, c = z3.BitVecs("a b c", 32)
+    lt = z3.Function("setp.lt.f64", z3.BitVecSort(32), z3.BitVecSort(32), z3.BoolSort())
+    gt = z3.Function("setp.gt.f64", z3.BitVecSort(32), z3.BitVecSort(32), z3.BoolSort())
+    context = [z3.ULT(a, 10), lt(a, b), z3.ULT(b, 3), z3.Not(gt(c, c))]
+    sym = Symbols()
+
+    def same(xs: list[z3.BoolRef], ys: list[z3.BoolRef]) -> bool:
+        return len(xs) == len(ys) and all(x.eq(y) for x, y in zip(xs, ys, strict=True))
+
+    assert same(connected(sym, [a == 4], context), [context[0]])
+    # Named twice, the function links its applications again.
+    twice = [*context, lt(b, c)]
+    assert same(connected(sym, [a == 4], twice), [*context[:3], twice[4]])
+    # Named by the query, the literal is part of the question.
+    assert same(connected(sym, [lt(c, a)], context), context[:3])
+
+
+def test_slices_with_predicate_literals_answer_as_the_whole() -> None:
+    """Random satisfiable contexts with uninterpreted predicate literals
+    (once or several times, negated or not): the slice answers as the
+    whole context does."""
+    rng = random.Random(7)
+    xs = z3.BitVecs("y0 y1 y2 y3 y4", 8)
+    preds = [z3.Function(f"setp.p{k}", z3.BitVecSort(8), z3.BitVecSort(8), z3.BoolSort()) for k in range(3)]
+    sym = Symbols()
+    checked = 0
+    for _ in range(300):
+        context: list[z3.BoolRef] = []
+        for _ in range(rng.randint(1, 6)):
+            u, v = rng.sample(xs, 2)
+            if rng.random() < 0.5:
+                lit = rng.choice(preds)(u, v)
+                context.append(z3.Not(lit) if rng.random() < 0.5 else lit)
+            else:
+                context.append(rng.choice([z3.ULT(u, v), u + v == rng.randrange(256), u != v]))
+        whole = z3.Solver()
+        whole.add(*context)
+        if whole.check() != z3.sat:
+            continue
+        u, v = rng.sample(xs, 2)
+        query = [rng.choice([u == v + 1, z3.ULT(u, 3), preds[0](u, v), z3.Not(preds[1](v, v))])]
+        part = z3.Solver()
+        part.add(*connected(sym, query, context), *query)
+        whole.add(*query)
+        assert part.check() == whole.check(), (context, query)
+        checked += 1
+    assert checked >= 150

@@ -487,6 +487,92 @@ def test_a_store_the_semantics_cannot_emulate_makes_the_kernel_partial(
     assert not always(first.value == reload.value)
 
 
+OMP_QUERIES = """
+.extern .func (.param .b32 %value_out) omp_get_num_teams;
+.extern .func (.param .b32 %value_out) omp_get_team_num;
+.visible .entry teams(.param .u64 p)
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<5>;
+    .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [p];
+    {
+        .param .b32 %value_in;
+        call (%value_in), omp_get_num_teams;
+        ld.param.u32 %r1, [%value_in];
+    }
+    {
+        .param .b32 %value_in;
+        call (%value_in), omp_get_team_num;
+        ld.param.u32 %r2, [%value_in];
+    }
+    setp.ge.u32 %p1, %r2, %r1;
+    @%p1 bra $DONE;
+    mul.wide.u32 %rd2, %r2, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3], %r1;
+$DONE:
+    ret;
+}
+"""
+
+
+def test_runtime_calls_through_one_return_slot_give_their_own_values() -> None:
+    """GCC reads ``omp_get_num_teams()`` and ``omp_get_team_num()`` through
+    ``.param %value_in`` slots of one name: each call's result is a value of
+    its own (they were one, so ``team >= teams`` always held and the store
+    was never reached), in the OpenMP ranges (teams >= 1)."""
+    result = analyze(OMP_QUERIES, "teams")
+    stores = [a for flow in result.flows for a in flow.trace if a.kind == "st"]
+    assert stores, "the store under team < teams is reachable"
+    (store,) = {id(a.inst): a for a in stores}.values()
+    assert store.value is not None and "omp_get_num_teams" in str(store.value)
+    teams = store.value
+    assert always(z3.UGE(teams, 1), *result.assumptions)
+
+
+FP_BRANCH = """
+.visible .entry fp(.param .u64 p)
+{
+    .reg .pred %p<2>;
+    .reg .f32 %f<3>;
+    .reg .b32 %r<3>;
+    .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [p];
+    mov.u32 %r1, %tid.x;
+    mul.wide.u32 %rd2, %r1, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    ld.global.f32 %f1, [%rd3];
+    setp.lt.f32 %p1, %f1, 0f00000000;
+    @%p1 bra $NEG;
+    st.global.f32 [%rd3], %f1;
+    ret;
+$NEG:
+    neg.f32 %f2, %f1;
+    st.global.f32 [%rd3], %f2;
+    ret;
+}
+"""
+
+
+def test_a_branch_on_a_free_comparison_forks_without_the_solver(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``setp.lt.f32`` of a loaded value is an uninterpreted predicate no
+    earlier condition names: both sides are feasible, no solver needed."""
+    from ptxasw.emulator.symbolic import executor
+
+    asked: list[str] = []
+    check = executor._Solver.check_rewritten
+
+    def spy(self: executor._Solver, pc: object, extra: list[z3.BoolRef], form: object) -> bool | None:
+        asked.extend(str(e) for e in extra)
+        return check(self, pc, extra, form)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(executor._Solver, "check_rewritten", spy)
+    result = analyze(FP_BRANCH, "fp")
+    assert result.status == "complete" and len(result.flows) == 2
+    assert not any("setp" in q for q in asked)
+
+
 def test_tiny_time_budget_gives_a_partial_analysis() -> None:
     result = analyze(LOOP, "strided", Budget(time_s=1e-6))
     assert result.status == "partial"

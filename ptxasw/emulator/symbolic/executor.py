@@ -164,6 +164,16 @@ _KNOWN_CALLS = frozenset(
     }
 )
 
+# Ranges of the OpenMP queries GCC's nvptx offload code calls (libgomp's
+# nvptx port: a team is one CUDA block, at most 1024 threads; teams are
+# blocks of a 1-D grid).
+_OMP_RESULTS = {
+    "omp_get_num_threads": (1, 1024),
+    "omp_get_thread_num": (0, 1023),
+    "omp_get_num_teams": (1, (1 << 31) - 1),
+    "omp_get_team_num": (0, (1 << 31) - 2),
+}
+
 # Z3 resource units per millisecond of solving on the development machine
 # (measured: ~1.2 million units per 200 ms of bit-vector work).
 RLIMIT_PER_MS = 6000
@@ -1145,10 +1155,12 @@ class SymbolicExecutor:
                         stack.append(stmt.body)
             self._spaces = {p.name: p.space for p in fn.params}
             self._counted_spaces: list[tuple[str, int, str]] = []
+            self._bytes: dict[str, int | None] = {}
             for decl in decls:
                 for v in decl.names:
                     if v.count is None:
                         self._spaces[v.name] = decl.space
+                        self._bytes[v.name] = _declared_bytes(decl, v)
                     else:
                         self._counted_spaces.append((v.name, v.count, decl.space))
         space = self._spaces.get(name)
@@ -1396,6 +1408,8 @@ class SymbolicExecutor:
             return "disjoint"  # two declared variables (call .param slots...): distinct objects
         diff = simplify(a - b)
         d = const_value(diff)
+        if d is None and not precise:
+            return "disjoint" if disjoint_by_stride(diff, na, nb) else "may"
         if d is None and self._depends_on_pointer(diff):
             # The distance moves with a pointer nothing constrains (two
             # parameters, a loaded pointer): overlap is possible, equality
@@ -1406,8 +1420,6 @@ class SymbolicExecutor:
             # byte ranges apart (`affine`): no solver needed.
             self.solver.stats.cheap_answers += 1
             return "disjoint"
-        if d is None and not precise:
-            return "may"
         fast = self.solver.fast
         if d is None:
             differ = [z3.Not(equal_condition(diff))] if fast else None
@@ -1692,6 +1704,7 @@ class SymbolicExecutor:
         site = call_site(inst)
         if site.name in _KNOWN_CALLS and isinstance(site.callee, ir.Symbol):
             self._havoc_defs(inst)
+            self._known_result(st, site)
             return
         skipped = self.not_followed.get(id(inst))
         callee, why = (skipped.callee, skipped.reason) if skipped is not None else (site.name, "not inlined")
@@ -1700,6 +1713,33 @@ class SymbolicExecutor:
         self.partial = self.partial or reason
         self._havoc_defs(inst)
         self._clobber(st, _ALL_WRITABLE, None)
+
+    def _known_result(self, st: _State, site: Any) -> None:
+        """Each result of a runtime call a fresh value, stored to its return
+        parameter where the caller's ``ld.param`` reads it. Without the
+        store, two calls returning through one ``.param`` slot (GCC's
+        ``%value_in`` for ``omp_get_num_teams`` then ``omp_get_team_num``)
+        read one value: team number equal to team count.
+
+        OpenMP queries (`_OMP_RESULTS`) also get their ranges: GCC's offload
+        code divides the iteration space by them, and a divisor that may be
+        zero or negative makes every branch on the chunk bounds a hard query.
+        A slot of unknown or large size is clobbered instead."""
+        for ret in site.returns:
+            if not isinstance(ret, ir.Symbol):
+                continue
+            address = self.symbol_address(ret.name, 64)
+            self._space_of(ret.name)  # fills the declared sizes
+            nbytes = self._bytes.get(ret.name)
+            if nbytes is None or nbytes > 8:
+                self._clobber(st, frozenset({".param"}), None)
+                continue
+            value = self.dom.fresh(site.name, 8 * nbytes)
+            bounds = _OMP_RESULTS.get(site.name)
+            if bounds is not None and nbytes == 4:
+                self.solver.assume(z3.And(z3.UGE(value, bounds[0]), z3.ULE(value, bounds[1])))
+            spaces = _ALIASES[".param"]
+            st.mem.append(_MemEvent(self._new_event_id(), "store", spaces, ".param", address, nbytes, value))
 
     def _memo_key(self, st: _State) -> tuple[tuple[Any, ...], list[BV]]:
         """What makes two flows entering a block behave alike from there on:
@@ -1822,6 +1862,9 @@ class SymbolicExecutor:
                 return True, False
             if known.eq(negated):
                 return False, True
+        if self._free_choice(st, cond):
+            self.stats.cheap_answers += 1
+            return True, True
         first = self.solver.check(st.pc, [cond])
         if first is False:
             return False, True
@@ -1829,6 +1872,25 @@ class SymbolicExecutor:
         if second is False:
             return True, False
         return True, True
+
+    def _free_choice(self, st: _State, cond: z3.BoolRef) -> bool:
+        """Whether ``cond`` is (the negation of) an uninterpreted predicate
+        applied once, whose function the path condition and the axioms never
+        mention (a floating-point comparison ``setp.lt.f64(x, y)`` of loaded
+        values): its value at that point is free, so both sides are feasible
+        whenever the path condition is, with no solver call. The solver
+        would say the same after slicing in every conjunct the arguments
+        share a symbol with."""
+        atom = cond
+        while z3.is_not(atom):
+            atom = atom.arg(0)
+        if not z3.is_app_of(atom, z3.Z3_OP_UNINTERPRETED) or atom.num_args() == 0:
+            return False
+        name = atom.decl().name()
+        symbols = self.solver.symbols
+        if any(name in symbols.of(arg) for arg in atom.children()):
+            return False
+        return not any(name in symbols.of(c) for c in (*st.pc, *self.solver.axioms, *self.solver.pending))
 
     def _fix_guard(self, st: _State, term: ir.Instruction, taken: bool) -> None:
         """After a branch on ``@%p``, ``%p`` is a known constant on each side."""
@@ -1995,6 +2057,20 @@ def _resize(dom: SymbolicDomain, value: BV, width: int) -> BV:
     if w > width:
         return dom.extract(value, width - 1, 0)
     return dom.zext(value, width)
+
+
+def _declared_bytes(decl: ir.VarDecl, var: Any) -> int | None:
+    """The size of a declared variable in bytes, or None when unknown
+    (an unsized array)."""
+    bits = isa.type_bits(decl.type)
+    if bits is None:
+        return None
+    total = max(1, bits // 8) * (int(decl.vector[2:]) if decl.vector else 1)
+    for dim in var.array or ():
+        if dim is None:
+            return None
+        total *= dim
+    return total
 
 
 def _symbol_term(address: BV) -> str | None:

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 import z3
 
-__all__ = ["Symbols", "connected"]
+__all__ = ["Symbols", "connected", "free_literal"]
 
 
 class Symbols:
@@ -69,6 +69,12 @@ def connected(
         wanted |= symbols.of(q)
     sets = [symbols.of(c) for c in context]
     chosen = [False] * len(context)
+    # A free literal (see `free_literal`) is satisfied by a constant
+    # interpretation of its function: it is neither chosen nor a bridge.
+    for i, c in enumerate(context):
+        name = free_literal(c)
+        if name is not None and name not in wanted and sum(name in s for s in sets) == 1:
+            sets[i] = frozenset()
     changed = True
     while changed:
         changed = False
@@ -78,3 +84,20 @@ def connected(
                 wanted |= s
                 changed = True
     return [c for c, keep in zip(context, chosen, strict=True) if keep]
+
+
+def free_literal(c: z3.BoolRef) -> str | None:
+    """The function's name when ``c`` is an uninterpreted predicate applied
+    to arguments, or its negation (a floating-point comparison of loaded
+    values: ``setp.lt.f64(x, y)``); else None.
+
+    A conjunct that is such a literal, of a function no other conjunct or
+    the query mentions, is satisfiable beside any model of the rest (the
+    function can be the constant that makes it true): it cannot change the
+    answer, and leaving it out keeps sibling flows, which differ in such
+    branches, on one slice and one cached answer."""
+    while z3.is_not(c):
+        c = c.arg(0)
+    if z3.is_app_of(c, z3.Z3_OP_UNINTERPRETED) and c.num_args() > 0:
+        return c.decl().name()
+    return None
