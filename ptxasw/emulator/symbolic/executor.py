@@ -948,6 +948,7 @@ class SymbolicExecutor:
         self.symbols: dict[str, str] = {}  # "&name" constant -> symbol name
         self.params = self._kernel_params()
         self.param_names = {display for display, _ in self.params.values()}
+        self._param_bits = {display: 8 * size for display, size in self.params.values()}
         self.sources = self._source_positions()
         self.loop_infos: dict[int, _LoopInfo] = {}
         self.loop_by_header = {loop.header: loop for loop in self.cfg.loops}
@@ -956,7 +957,6 @@ class SymbolicExecutor:
         self.loop_entries = 0
         self.partial: str | None = None
         self._load_funcs: dict[tuple[str, int, int, int], z3.FuncDeclRef] = {}
-        self._pointer_free: dict[int, dict[int, z3.ExprRef]] = {}  # width -> id -> term
         self.merge = merge
         self.watch = watch or {}
         self.stand_ins = stand_ins
@@ -1440,33 +1440,18 @@ class SymbolicExecutor:
 
     def _depends_on_pointer(self, e: BV) -> bool:
         """Whether ``e`` mentions a free pointer-sized base: a kernel
-        parameter or symbol address of the address width, or a loaded value
-        of that width."""
+        parameter of the width of ``e`` or wider, a variable's address, or a
+        loaded value of that width. Read off the symbols of ``e`` (memoised
+        per subterm for the slicing anyway) rather than by a walk of its own."""
         width = e.size()
-        # Subterms already known to hold no such base (kept alive with their
-        # ids): addresses share most of their terms, so later walks stop early.
-        clean = self._pointer_free.setdefault(width, {})
-        seen: dict[int, z3.ExprRef] = {}
-        stack = [e]
-        while stack:
-            node = stack.pop()
-            key = node.get_id()
-            if key in seen or key in clean:
-                continue
-            seen[key] = node
-            if z3.is_const(node) and not z3.is_bv_value(node):
-                name = node.decl().name()
-                if node.size() >= width and (name in self.param_names or name.startswith("&")):
-                    return True
-                continue
-            if (
-                z3.is_app_of(node, z3.Z3_OP_UNINTERPRETED)
-                and node.size() >= width
-                and node.decl().name().startswith("load_")
-            ):
+        for name in self.solver.symbols.of(e):
+            if name.startswith("&"):
                 return True
-            stack.extend(node.children())
-        clean.update(seen)  # the whole walk found nothing: none of these hold one
+            bits = self._param_bits.get(name)
+            if bits is None and name.startswith("load_"):
+                bits = _loaded_bits(name)
+            if bits is not None and bits >= width:
+                return True
         return False
 
     def _record(
@@ -2057,6 +2042,16 @@ def _resize(dom: SymbolicDomain, value: BV, width: int) -> BV:
     if w > width:
         return dom.extract(value, width - 1, 0)
     return dom.zext(value, width)
+
+
+def _loaded_bits(name: str) -> int | None:
+    """The value width in a load function's name (`SymbolicExecutor._load_func`:
+    ``load_global_64@3``, ``load_shared_32_a32``)."""
+    parts = name.split("_")
+    if len(parts) < 3:
+        return None
+    digits = parts[2].split("@")[0]
+    return int(digits) if digits.isdigit() else None
 
 
 def _declared_bytes(decl: ir.VarDecl, var: Any) -> int | None:

@@ -32,6 +32,27 @@ class Symbols:
 
     def __init__(self) -> None:
         self._memo: dict[int, tuple[z3.ExprRef, frozenset[str]]] = {}
+        self._literals: dict[int, tuple[z3.ExprRef, str | None]] = {}
+        # By Python object: path conditions and axioms are the same objects
+        # from query to query, and id() costs less than a Z3 call.
+        self._by_object: dict[int, tuple[z3.ExprRef, frozenset[str], str | None]] = {}
+
+    def conjunct(self, c: z3.BoolRef) -> tuple[frozenset[str], str | None]:
+        """`of` and `literal` of a context conjunct, memoised by object."""
+        hit = self._by_object.get(id(c))
+        if hit is None or hit[0] is not c:
+            hit = (c, self.of(c), self.literal(c))
+            self._by_object[id(c)] = hit
+        return hit[1], hit[2]
+
+    def literal(self, c: z3.BoolRef) -> str | None:
+        """`free_literal` of ``c``, memoised (path conditions repeat in every query)."""
+        key = c.get_id()
+        hit = self._literals.get(key)
+        if hit is None:
+            hit = (c, free_literal(c))
+            self._literals[key] = hit
+        return hit[1]
 
     def of(self, e: z3.ExprRef) -> frozenset[str]:
         hit = self._memo.get(e.get_id())
@@ -67,12 +88,12 @@ def connected(
     wanted: set[str] = set()
     for q in query:
         wanted |= symbols.of(q)
-    sets = [symbols.of(c) for c in context]
+    known = [symbols.conjunct(c) for c in context]
+    sets = [symbol_set for symbol_set, _ in known]
     chosen = [False] * len(context)
     # A free literal (see `free_literal`) is satisfied by a constant
     # interpretation of its function: it is neither chosen nor a bridge.
-    for i, c in enumerate(context):
-        name = free_literal(c)
+    for i, (_, name) in enumerate(known):
         if name is not None and name not in wanted and sum(name in s for s in sets) == 1:
             sets[i] = frozenset()
     changed = True
