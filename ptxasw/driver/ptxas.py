@@ -69,7 +69,10 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ptxasw.driver.cache import FastRequest
 
 ENV_REAL_PTXAS = "PTXASW_REAL_PTXAS"
 ENV_DISABLE = "PTXASW_DISABLE"
@@ -89,6 +92,11 @@ PTXAS_SHIM_MARKER = b"ptxasw.driver.ptxas"
 EXIT_FATAL = 255
 
 _OPTIONS_FILE_DEPTH = 16
+
+#: What a shadow toolkit's bin/ptxas computed when its fast path missed (set
+#: by its bootstrap; `ptxasw.driver.cache.FastRequest`): after a run whose
+#: outcome is final, we record it under that key so the next run skips Python.
+FASTPATH_REQUEST: str | None = None
 
 
 class WrapperError(Exception):
@@ -858,6 +866,7 @@ class Run:
     returncode: int
     retried: bool = False
     rejected: str | None = None
+    output: bytes | None = None  # what the tool said on our PTX (replayed), when it was held back
 
 
 def _exit_status(rc: int) -> int:
@@ -983,7 +992,7 @@ def run_transformed(
     first = run_tool(new_cmd, env, new_stdin, capture=True)
     if first.returncode == 0:
         _replay(first, rename or {}, lines or {})
-        return Run(0)
+        return Run(0, output=(first.stdout or b"") + (first.stderr or b""))
     detail = _first_line(first.stderr) or _first_line(first.stdout)
     rejected = f"exit {_exit_status(first.returncode)}" + (f": {detail}" if detail else "")
     second = run_tool(orig_cmd, env, orig_stdin, capture=False)
@@ -1268,6 +1277,8 @@ def conclude(record: dict[str, Any], run: Run, outcomes: Sequence[Outcome], star
 def run_wrapper(argv: Sequence[str], *, allow_exec: bool = False) -> int:
     """The whole wrapper: find ptxas, transform the inputs, run it, log. Returns the exit code."""
     start = time.monotonic()
+    global FASTPATH_REQUEST
+    fast, FASTPATH_REQUEST = FASTPATH_REQUEST, None
     real = find_real_ptxas()
     env = child_env(real, ENV_VISITED_PTXAS)
     record = log_record("ptxas", argv, real)
@@ -1293,6 +1304,7 @@ def run_wrapper(argv: Sequence[str], *, allow_exec: bool = False) -> int:
     orig_stdin: bytes | None = None
     new_stdin: bytes | None = None
     outcomes: list[Outcome] = []
+    read: list[tuple[Arg, bytes]] = []  # the PTX files and the bytes the pipeline saw
     scratch = Scratch("ptxasw-")
     staging = stage_output(args)
     try:
@@ -1315,6 +1327,7 @@ def run_wrapper(argv: Sequence[str], *, allow_exec: bool = False) -> int:
                     data = Path(name).read_bytes()
                 except OSError:
                     continue  # ptxas will say it cannot open it
+                read.append((arg, data))
             text = data.decode("utf-8", "surrogateescape")
             outcome = transform_cached(text, name, timeout, outcomes, results)
             if outcome.text is not None and arg.kind == "input":
@@ -1359,11 +1372,88 @@ def run_wrapper(argv: Sequence[str], *, allow_exec: bool = False) -> int:
                 why = exc.strerror or exc
                 print(f"ptxasw: error: cannot write {staging[1].target}: {why}", file=sys.stderr)
                 run.returncode = EXIT_FATAL
+        if fast is not None:
+            _record_fast_entry(fast, argv, args, read, outcomes, run, rename, str(real.resolve()))
     finally:
         scratch.close()
         if staging is not None:
             staging[1].discard()
     return conclude(record, run, outcomes, start, "ptxas")
+
+
+def _record_fast_entry(
+    payload: str,
+    argv: Sequence[str],
+    args: Sequence[Arg],
+    read: Sequence[tuple[Arg, bytes]],
+    outcomes: Sequence[Outcome],
+    run: Run,
+    rename: Mapping[str, str],
+    visited: str,
+) -> None:
+    """Write the shadow script's fast entry for this run when its outcome is final
+    and the script's reading of the command line is ours (`ptxasw.driver.cache`).
+
+    Final: one PTX file, the pipeline's complete result (no fallback, time-out
+    or skipped kernel), no warning of ours, and ptxas succeeded on it the first
+    time. A rewrite is recorded only when ptxas said nothing naming its input
+    or output (what we rename in its messages) and the command line has no
+    ``-g``, whose cubin records the input's name. Never fails the build.
+    """
+    try:
+        from ptxasw.driver.cache import FastRequest, write_fast_entry
+
+        request = FastRequest.parse(payload)
+        if request is None or run.returncode != 0 or run.retried or len(outcomes) != 1 or len(read) != 1:
+            return
+        outcome, (arg, data) = outcomes[0], read[0]
+        if outcome.status != "ok" or outcome.note is not None or _skipped_any(outcome.passes):
+            return
+        if not _same_reading(request, argv, args, arg) or not request.agrees() or not _settings_clean():
+            return
+        if outcome.text is not None:
+            said = run.output or b""
+            if has_option(args, "device-debug") or any(
+                os.fsencode(p) in said or os.fsencode(os.path.basename(p)) in said for p in rename
+            ):
+                return
+        write_fast_entry(request, data, outcome.text, visited)
+    except Exception:  # a fast entry is an optimisation: never let it fail the build
+        return
+
+
+def _same_reading(request: FastRequest, argv: Sequence[str], args: Sequence[Arg], arg: Arg) -> bool:
+    """Whether the script read the command line as we did: the same single PTX
+    file at the same place, -o values where it put placeholders, the same target,
+    and nothing it cannot see (options files, standard input, inline modules)."""
+    starts, pos = {}, 1
+    for a in args:
+        starts[id(a)] = pos
+        pos += len(a.tokens)
+    if pos - 1 != len(argv) or any(a.kind in ("optf", "stdin", "ias") for a in iter_args(args)):
+        return False
+    inputs = ptx_inputs(args)
+    if len(inputs) != 1 or inputs[0] is not arg or starts.get(id(arg)) != request.input_index:
+        return False
+    values = {
+        starts[id(a)] + 1
+        for a in args
+        if a.spec is not None and a.spec.long == "output-file" and not a.inline and len(a.tokens) == 2
+    }
+    return set(request.output_indices) == values and (target_arch(args) or "") == request.arch
+
+
+def _settings_clean() -> bool:
+    """Whether this run's settings raised no warning (a fast hit would not repeat it)."""
+    import io
+
+    from ptxasw.driver import settings
+
+    said = io.StringIO()
+    with contextlib.redirect_stderr(said):
+        timeout_seconds()
+        settings.synthesis_settings(warn=True)
+    return not said.getvalue()
 
 
 # --------------------------------------------------------------------------

@@ -10,6 +10,21 @@ finds its ``bin`` from the path it was called by) call our wrapper. Point
 The script records the real ptxas (``PTXASW_REAL_PTXAS``, unless the caller
 sets that) and the interpreter that created it, so the shadow keeps working
 from any environment.
+
+Before it starts Python, the script tries a fast path (`fast_path_script`):
+when the result cache holds a fast entry for exactly this invocation (same
+PTX bytes, command line up to the PTX and output names, settings, ptxasw
+files, interpreter, real ptxas and tuning verdicts; `ptxasw.driver.cache`),
+it execs the real ptxas itself on the user's file or on the stored rewrite.
+Python's start-up (40-70 ms) dwarfs the 20-60 ms ptxas takes per file, so a
+warm build would otherwise cost several times a plain one. ``PTXASW_LOG``,
+``PTXASW_DISABLE``, ``PTXASW_PIPELINE`` and ``PTXASW_CACHE_DIR=off`` turn the
+fast path off (Python writes the log). On a hit, ptxas writes its output in
+place as plain ptxas does (Python's path stages it beside the target and
+renames it). The ``ptxasw-ptxas`` console script and ``wrappers/ptxas`` always
+run Python; regenerate a shadow (``ptxasw toolkit create``) after upgrading
+ptxasw so that its script and the package agree (`cache.fast_protocol`):
+until then the old script still works, through Python only.
 """
 
 from __future__ import annotations
@@ -99,26 +114,182 @@ def _unshadow(root: Path) -> Path:
 _BOOTSTRAP = """
 import os, sys
 sys.path.append(sys.argv.pop(1))
+fast = sys.argv.pop(1)
 try:
-    from ptxasw.driver.ptxas import main
+    from ptxasw.driver import ptxas as wrapper
 except Exception as exc:  # ptxasw gone or broken: never break the build
     real = os.environ["PTXASW_REAL_PTXAS"]
     print(f"ptxasw: warning: cannot load ptxasw ({exc}); running {real} directly", file=sys.stderr)
     os.execv(real, [real, *sys.argv[1:]])
-sys.exit(main())
+wrapper.FASTPATH_REQUEST = fast or None
+sys.exit(wrapper.main())
+"""
+
+#: The shell half of the fast path (`ptxasw.driver.cache` describes the key and
+#: the entries). ``@NAME@`` marks what `ptxas_script` fills in. Every test and
+#: expansion is a shell builtin; the only processes are one `stat` and one
+#: `sha256sum` (behind one pipe), then ptxas replaces the shell.
+_FAST_PATH = r"""
+# The fast path: when an earlier run recorded what this very invocation
+# assembles (a fast entry of ptxasw's cache), exec the real ptxas on it
+# without starting Python. Anything unexpected returns 1, and Python does the
+# work as it always did (it records the entry for next time).
+ptxasw_fast() {
+    [ -z "@SKIP@" ] || return 1
+    nl='
+'
+    case ${PTXASW_CACHE_DIR-} in
+    @OFF@) return 1 ;;
+    '')
+        if [ -n "${XDG_CACHE_HOME-}" ]; then c=$XDG_CACHE_HOME/ptxasw
+        elif [ -n "${HOME-}" ]; then c=$HOME/.cache/ptxasw
+        else return 1
+        fi ;;
+    *) c=$PTXASW_CACHE_DIR ;;
+    esac
+    case $c in /*) ;; *) return 1 ;; esac
+    case ${PTXASW_TUNE_DIR-} in
+    @OFF@) t= ;;
+    '') t=$c/tune ;;
+    *) t=$PTXASW_TUNE_DIR ;;
+    esac
+    # The command line: one PTX file (its place), -o values and the target;
+    # anything the key cannot cover (stdin, options files, inline modules) returns.
+    k=0 n=0 ix= outs= arch= shape= take=
+    for a do
+        k=$((k + 1))
+        case $a in *"$nl"*) return 1 ;; esac
+        case $take in
+        o) take=; outs="$outs $k"; shape="$shape${nl}O"; continue ;;
+        g) take=; arch=$a ;;
+        v) take= ;;
+        *)
+            case $a in
+            -) return 1 ;;
+            --output-file | -o) take=o ;;
+            --gpu-name | -arch) take=g ;;
+            --gpu-name=* | -arch=*) arch=${a#*=} ;;
+            --options-file* | -optf | -optf=* | --input-as-string* | -ias | -ias=*) return 1 ;;
+            @VALUED@) take=v ;;
+            -*) ;;
+            *) n=$((n + 1)); ix=$k; f=$a; shape="$shape${nl}I"; continue ;;
+            esac ;;
+        esac
+        shape="$shape${nl}A$a"
+    done
+    [ "$n" = 1 ] && [ -z "$take" ] && [ -f "$f" ] || return 1  # a pipe must not be read twice
+    case $PTXASW_REAL_PTXAS in /*) ;; *) return 1 ;; esac
+    tf=
+    case $arch in
+    '') ;;
+    *[!A-Za-z0-9_.-]*) return 1 ;;
+    *) [ -z "$t" ] || tf=$t/$arch ;;
+    esac
+    case @KEYED@$c$t$py$PTXASW_REAL_PTXAS in *"$nl"*) return 1 ;; esac
+    s=$( {
+        printf '%s\n' "@PROTOCOL@${nl}real=$PTXASW_REAL_PTXAS${nl}py=$py${nl}cache=$c${nl}tune=$t" \
+            "arch=$arch@ENV@${nl}argv$shape"
+        stat -L -c '%n %d:%i:%s:%.9Y:%.9Z' -- "$py" "$PTXASW_REAL_PTXAS" @GLOBS@ \
+            ${tf:+"$tf" "$tf"/*.json} 2>/dev/null
+    } | sha256sum - "$f" 2>/dev/null) || return 1
+    h1=${s%%" "*}
+    s=${s#*"$nl"}
+    h2=${s%%" "*}
+    h2=${h2#"\\"}
+    case $h1$h2 in *[!0-9a-f]*) return 1 ;; esac
+    [ ${#h1} = 64 ] && [ ${#h2} = 64 ] || return 1
+    ptxasw_req="@PROTOCOL@$nl$h1$nl$h2$nl$ix$nl${outs# }$nl$arch$nl$c$nl$t"
+    e=$c/fast/$h1/$h2
+    [ -f "$e" ] || return 1
+    { IFS= read -r m && IFS= read -r w && IFS= read -r v && IFS= read -r z; } 2>/dev/null <"$e" || return 1
+    [ "$m" = @MAGIC@ ] && [ "$z" = end ] && [ -n "$v" ] || return 1
+    case $w in
+    unchanged) ;;
+    /*)
+        [ -f "$w" ] && [ -s "$w" ] || return 1
+        k=0
+        for a do
+            k=$((k + 1))
+            shift
+            if [ "$k" = "$ix" ]; then set -- "$@" "$w"; else set -- "$@" "$a"; fi
+        done ;;
+    *) return 1 ;;
+    esac
+    [ -x "$PTXASW_REAL_PTXAS" ] || return 1
+    PTXASW_VISITED_PTXAS=$v
+    export PTXASW_VISITED_PTXAS
+    exec "$PTXASW_REAL_PTXAS" "$@"
+}
+ptxasw_req=
+ptxasw_fast "$@"
 """
 
 
-def ptxas_script(real_ptxas: Path, python: str | None = None) -> str:
+def _case_patterns(words: list[str], indent: str) -> str:
+    """``a | b | ...`` for a case branch, wrapped (backslash-newline) to short lines."""
+    lines, line = [], ""
+    for w in words:
+        piece = w if not line else f"{line} | {w}"
+        if len(piece) > 90 and line:
+            lines.append(line + " |")
+            line = w
+        else:
+            line = piece
+    lines.append(line)
+    return (" \\\n" + indent).join(lines)
+
+
+def _valued_options() -> list[str]:
+    """The spellings of the ptxas options whose value is the next argument,
+    except those the fast path reads itself (-o, -arch) or refuses."""
+    from ptxasw.driver.ptxas import PTXAS_OPTIONS
+
+    own = {"output-file", "gpu-name", "options-file", "input-as-string"}
+    words: set[str] = set()
+    for o in PTXAS_OPTIONS:
+        if o.takes_value and o.long not in own:
+            words.add(f"--{o.long}")
+            if o.short and not o.optional:
+                words.add(f"-{o.short}")
+    return sorted(words)
+
+
+def fast_path_script(package: Path) -> str:
+    """The fast-path function of a shadow ``bin/ptxas`` for ``package`` (the ptxasw folder)."""
+    from ptxasw.driver import cache
+
+    keyed = "".join(f"${{{v}-}}" for v in cache.FAST_KEYED_ENV)
+    env = "".join(f"${{nl}}{v}${{{v}+=}}${{{v}-}}" for v in cache.FAST_KEYED_ENV)
+    globs = " ".join('"$pkg"/' + g for g in cache.package_globs(package))
+    fills = {
+        "@SKIP@": "".join(f"${{{v}-}}" for v in cache.FAST_SKIP_ENV),
+        "@OFF@": cache.OFF_PATTERNS,
+        "@VALUED@": _case_patterns(_valued_options(), " " * 12),
+        "@KEYED@": keyed,
+        "@ENV@": env,
+        "@GLOBS@": globs,
+        "@PROTOCOL@": cache.fast_protocol(package),
+        "@MAGIC@": cache.FAST_MAGIC,
+    }
+    text = _FAST_PATH
+    for mark, value in fills.items():
+        text = text.replace(mark, value)
+    return f"pkg={shlex.quote(str(package))}\n" + text.lstrip("\n")
+
+
+def ptxas_script(real_ptxas: Path, python: str | None = None, package: Path | None = None) -> str:
     """The text of a shadow toolkit's ``bin/ptxas``: run ptxasw.driver.ptxas with the real ptxas recorded.
 
     The package's folder is appended (not prepended) to sys.path so an
     installed ptxasw wins and a checkout works too; ``-P`` keeps the build's
     working directory off sys.path. If the interpreter or ptxasw is gone, the
     script runs the real ptxas directly (with a warning) rather than fail.
+    Before Python, the fast path (`fast_path_script`) runs the real ptxas
+    itself when the cache knows this invocation's outcome. ``package``: the
+    ptxasw folder to run (default: this one; tests use copies).
     """
     python = python or sys.executable
-    pkg_parent = str(Path(ptxasw.__file__).resolve().parent.parent)
+    package = (Path(ptxasw.__file__).parent if package is None else package).resolve()
     return (
         "#!/bin/sh\n"
         "# ptxasw shadow CUDA toolkit: this ptxas runs ptxasw.driver.ptxas (ptxasw's passes,\n"
@@ -130,7 +301,9 @@ def ptxas_script(real_ptxas: Path, python: str | None = None) -> str:
         '    echo "ptxasw: warning: $py is gone; running $PTXASW_REAL_PTXAS directly" >&2\n'
         '    exec "$PTXASW_REAL_PTXAS" "$@"\n'
         "fi\n"
-        f'exec "$py" -P -c {shlex.quote(_BOOTSTRAP)} {shlex.quote(pkg_parent)} "$@"\n'
+        + fast_path_script(package)
+        + f'exec "$py" -P -c {shlex.quote(_BOOTSTRAP)} {shlex.quote(str(package.parent))}'
+        + ' "$ptxasw_req" "$@"\n'
     )
 
 
