@@ -1,19 +1,31 @@
 """How much slower is ``ptxas`` through ptxasw's wrapper than NVIDIA's ptxas alone?
 
 Why: the wrapper sits in every CUDA build. It starts Python, runs the
-pipeline (today parse + print) and then runs the real ptxas, so its cost is
-interpreter start-up + pipeline + a fork. This script times both ways over a
-set of PTX files and prints per-file times and the ratio. With shuffle synthesis
-on (the default pipeline), the goals are at most 2x plain ptxas with a cold
-result cache (``wrapper``: ``PTXASW_CACHE_DIR=off``, every run analyses) and at
-most 1.2x with a warm one (``warm``: the cache primed by one run).
+pipeline (parse, shuffle synthesis, print) and then runs the real ptxas, so
+its cost is interpreter start-up + pipeline + a fork. This script times the
+ways over a set of PTX files and prints per-file times and the ratios. With
+shuffle synthesis on (the default pipeline), the goals are at most 2x plain
+ptxas with a cold result cache and at most 1.2x with a warm one.
+
+The ways, per file (medians over ``--repeat`` runs):
+
+* ``ptxas``: NVIDIA's ptxas alone;
+* ``disabled``: ``python -P -m ptxasw.driver.ptxas`` with ``PTXASW_DISABLE=1``
+  (start-up and exec, no work);
+* ``wrapper`` (cold): the same with ``PTXASW_CACHE_DIR=off``, so every run analyses;
+* ``warm py``: the same with the result cache primed by one run (what the
+  ``ptxasw-ptxas`` console script and ``wrappers/ptxas`` give a rebuild);
+* ``warm``: a shadow toolkit's ``bin/ptxas`` (`ptxasw.driver.toolkit.ptxas_script`)
+  with its cache primed by one run of its own, so its fast path runs the real
+  ptxas without Python; it runs a snapshot of the package (see `shadow_script`).
+  ``fast entry`` says the priming run recorded one, ``same cubin`` that the warm
+  run wrote the cold wrapper's cubin byte for byte.
 
     python benchmarks/wrapper_overhead.py                 # compiles tests/corpus/cuda/*.cu
     python benchmarks/wrapper_overhead.py a.ptx b.ptx --repeat 7 --json
 
-The wrapper runs as ``python -P -m ptxasw.driver.ptxas`` (what a shadow toolkit's
-``bin/ptxas`` runs); ``--pipeline MODULE:FUNCTION`` swaps the pipeline, as
-PTXASW_PIPELINE does.
+``--pipeline MODULE:FUNCTION`` swaps the pipeline, as PTXASW_PIPELINE does (the
+shadow's fast path is then off, as it is for any PTXASW_PIPELINE).
 """
 
 from __future__ import annotations
@@ -45,12 +57,17 @@ class Row:
     ptxas_ms: float
     disabled_ms: float
     wrapper_ms: float
+    warm_py_ms: float
     warm_ms: float
     pipeline_ms: float
     passes_ms: float
     ratio: float
+    warm_py_ratio: float
     warm_ratio: float
     inproc_ratio: float
+    rewritten: bool
+    fast_entry: bool
+    warm_same_cubin: bool
     status: str
 
 
@@ -112,43 +129,69 @@ def median_ms(cmd: list[str], env: dict[str, str], repeat: int) -> tuple[float, 
     return statistics.median(times), rc
 
 
+def shadow_script(real: Path, tmp: Path) -> tuple[Path, Path]:
+    """A shadow toolkit's ``bin/ptxas`` over ``real``, running a snapshot of the package.
+
+    A snapshot, because the checkout may change under a long run (other people's
+    edits), and every change of the package rightly makes the fast path miss; a
+    build does not edit ptxasw while it runs. Returns (script, snapshot's parent).
+    """
+    sys.path.insert(0, str(REPO))
+    from ptxasw.driver.toolkit import ptxas_script
+
+    site = tmp / "site"
+    shutil.copytree(REPO / "ptxasw", site / "ptxasw", ignore=shutil.ignore_patterns("__pycache__"))
+    script = tmp / "shadow-bin" / "ptxas"
+    script.parent.mkdir()
+    script.write_text(ptxas_script(real, package=site / "ptxasw"))
+    script.chmod(0o755)
+    return script, site
+
+
 def measure(
     files: list[Path], repeat: int, pipeline: str | None, settings: dict[str, str] | None = None
 ) -> tuple[list[Row], float]:
-    """Time every file both ways; also return the bare interpreter start-up time (ms).
+    """Time every file every way; also return the bare interpreter start-up time (ms).
     ``settings``: PTXASW_* variables for the wrapper (``PTXASW_PROFIT=always``)."""
     real = find_ptxas()
     env = {k: v for k, v in os.environ.items() if not k.startswith("PTXASW_")}
     env.update(settings or {})
     env["PTXASW_REAL_PTXAS"] = str(real)
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     if pipeline:
         env["PTXASW_PIPELINE"] = pipeline
     startup, _ = median_ms([sys.executable, "-P", "-c", "pass"], env, repeat)
     rows = []
     with tempfile.TemporaryDirectory(prefix="ptxasw-bench-") as tmp:
-        out = str(Path(tmp) / "out.cubin")
+        script, site = shadow_script(real, Path(tmp))
+        # the shadow script imports its snapshot; the other ways import the checkout
+        senv = {**env, "PYTHONPATH": os.pathsep.join(filter(None, [str(site), env.get("PYTHONPATH")]))}
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+        wrapper = [sys.executable, "-P", "-m", "ptxasw.driver.ptxas"]
+        out = Path(tmp) / "out.cubin"
         log = Path(tmp) / "log.jsonl"
         for f in files:
             arch = ptx_arch(f)
-            args = ["-arch", arch, str(f), "-o", out]
+            args = ["-arch", arch, str(f), "-o", str(out)]
             base, rc = median_ms([str(real), *args], env, repeat)
             if rc != 0:
                 print(f"wrapper_overhead: skipping {f}: ptxas exit {rc}", file=sys.stderr)
                 continue
-            floor, _ = median_ms(
-                [sys.executable, "-P", "-m", "ptxasw.driver.ptxas", *args],
-                {**env, "PTXASW_DISABLE": "1"},
-                repeat,
-            )
+            floor, _ = median_ms([*wrapper, *args], {**env, "PTXASW_DISABLE": "1"}, repeat)
             wenv = {**env, "PTXASW_LOG": str(log), "PTXASW_CACHE_DIR": "off"}
             log.unlink(missing_ok=True)
-            wrapped, _ = median_ms([sys.executable, "-P", "-m", "ptxasw.driver.ptxas", *args], wenv, repeat)
+            wrapped, _ = median_ms([*wrapper, *args], wenv, repeat)
+            cold_cubin = out.read_bytes()
             recs = [json.loads(line) for line in log.read_text().splitlines()]
             cache = Path(tmp) / f"cache-{f.stem}"
             cenv = {**env, "PTXASW_CACHE_DIR": str(cache)}
-            median_ms([sys.executable, "-P", "-m", "ptxasw.driver.ptxas", *args], cenv, 1)  # prime
-            warm, _ = median_ms([sys.executable, "-P", "-m", "ptxasw.driver.ptxas", *args], cenv, repeat)
+            median_ms([*wrapper, *args], cenv, 1)  # prime the result cache
+            warm_py, _ = median_ms([*wrapper, *args], cenv, repeat)
+            shadow_env = {**senv, "PTXASW_CACHE_DIR": str(cache)}
+            median_ms([str(script), *args], shadow_env, 1)  # prime the fast entry
+            hit = any((cache / "fast").glob("*/*")) if (cache / "fast").is_dir() else False
+            out.unlink()
+            warm, _ = median_ms([str(script), *args], shadow_env, repeat)
+            same = out.is_file() and out.read_bytes() == cold_cubin
             pipe = statistics.median(sum(i["seconds"] for i in r["inputs"]) * 1000 for r in recs)
             # parse + passes + print themselves, without interpreter start-up, imports
             # and loading the parser tables ("setup"), which a warm process would not repeat
@@ -166,12 +209,17 @@ def measure(
                     ptxas_ms=round(base, 2),
                     disabled_ms=round(floor, 2),
                     wrapper_ms=round(wrapped, 2),
+                    warm_py_ms=round(warm_py, 2),
                     warm_ms=round(warm, 2),
                     pipeline_ms=round(pipe, 2),
                     passes_ms=round(work, 2),
                     ratio=round(wrapped / base, 3),
+                    warm_py_ratio=round(warm_py / base, 3),
                     warm_ratio=round(warm / base, 3),
                     inproc_ratio=round((base + work) / base, 3),
+                    rewritten=any(i.get("rewritten") for r in recs for i in r["inputs"]),
+                    fast_entry=hit,
+                    warm_same_cubin=same,
                     status="/".join(statuses),
                 )
             )
@@ -191,18 +239,23 @@ def print_table(rows: list[Row], startup: float) -> None:
         "ptxas ms",
         "disabled ms",
         "wrapper ms",
+        "warm py ms",
         "warm ms",
         "pipeline ms",
         "passes ms",
         "ratio",
+        "warm py ratio",
         "warm ratio",
         "in-process",
+        "fast entry",
+        "same cubin",
         "status",
     ]
     body = [
         [r.file, str(r.lines), r.arch, f"{r.ptxas_ms:.1f}", f"{r.disabled_ms:.1f}", f"{r.wrapper_ms:.1f}",
-         f"{r.warm_ms:.1f}", f"{r.pipeline_ms:.1f}", f"{r.passes_ms:.1f}", f"{r.ratio:.2f}x",
-         f"{r.warm_ratio:.2f}x", f"{r.inproc_ratio:.2f}x", r.status]
+         f"{r.warm_py_ms:.1f}", f"{r.warm_ms:.1f}", f"{r.pipeline_ms:.1f}", f"{r.passes_ms:.1f}",
+         f"{r.ratio:.2f}x", f"{r.warm_py_ratio:.2f}x", f"{r.warm_ratio:.2f}x", f"{r.inproc_ratio:.2f}x",
+         "yes" if r.fast_entry else "no", "yes" if r.warm_same_cubin else "NO", r.status]
         for r in rows
     ]  # fmt: skip
     inproc_total = (sum(r.passes_ms for r in rows) + sum(r.ptxas_ms for r in rows)) / sum(
@@ -211,9 +264,12 @@ def print_table(rows: list[Row], startup: float) -> None:
     base = sum(r.ptxas_ms for r in rows)
     footer = (
         f"end to end, cold cache: geomean ratio {geomean([r.ratio for r in rows]):.2f}x, total "
-        f"{sum(r.wrapper_ms for r in rows) / base:.2f}x over {len(rows)} files (goal <= 2x); warm cache: "
-        f"geomean {geomean([r.warm_ratio for r in rows]):.2f}x, "
-        f"total {sum(r.warm_ms for r in rows) / base:.2f}x (goal <= 1.2x) "
+        f"{sum(r.wrapper_ms for r in rows) / base:.2f}x over {len(rows)} files (goal <= 2x); warm cache, "
+        f"shadow bin/ptxas: geomean {geomean([r.warm_ratio for r in rows]):.2f}x, "
+        f"total {sum(r.warm_ms for r in rows) / base:.2f}x (goal <= 1.2x; "
+        f"{sum(r.fast_entry for r in rows)} fast entries, "
+        f"{sum(r.warm_same_cubin for r in rows)} same cubins); "
+        f"warm through Python: total {sum(r.warm_py_ms for r in rows) / base:.2f}x "
         f"(Python start-up alone {startup:.1f} ms)\n"
         f"in process (parse+passes+print, then ptxas): "
         f"geomean {geomean([r.inproc_ratio for r in rows]):.2f}x, total {inproc_total:.2f}x; goal < 1.5x"
@@ -231,7 +287,7 @@ def print_table(rows: list[Row], startup: float) -> None:
         title="ptxas vs ptxasw wrapper (median wall time; disabled = PTXASW_DISABLE=1, start-up + exec)"
     )
     for i, h in enumerate(head):
-        table.add_column(h, justify="left" if i in (0, 2, 12) else "right", no_wrap=True)
+        table.add_column(h, justify="left" if i in (0, 2, 16) else "right", no_wrap=True)
     for line in body:
         table.add_row(*line)
     console = Console(width=max(120, shutil.get_terminal_size().columns))
@@ -276,6 +332,10 @@ def main(argv: list[str] | None = None) -> int:
                     "geomean_warm_ratio": round(geomean([r.warm_ratio for r in rows]), 3),
                     "total_ratio": round(sum(r.wrapper_ms for r in rows) / base, 3),
                     "total_warm_ratio": round(sum(r.warm_ms for r in rows) / base, 3),
+                    "geomean_warm_py_ratio": round(geomean([r.warm_py_ratio for r in rows]), 3),
+                    "total_warm_py_ratio": round(sum(r.warm_py_ms for r in rows) / base, 3),
+                    "fast_entries": sum(r.fast_entry for r in rows),
+                    "warm_same_cubins": sum(r.warm_same_cubin for r in rows),
                     "geomean_inprocess_ratio": round(geomean([r.inproc_ratio for r in rows]), 3),
                     "python_startup_ms": round(startup, 2),
                     "settings": settings,

@@ -41,7 +41,7 @@ __all__ = [
     "default_cache_dir",
     "directory_setting",
     "fast_protocol",
-    "package_globs",
+    "package_files",
     "write_fast_entry",
 ]
 
@@ -210,31 +210,37 @@ def package_root() -> Path:
     return Path(ptxasw.__file__).resolve().parent
 
 
-def package_globs(root: Path) -> list[str]:
-    """sh glob patterns (relative to the package folder) that `stat` must cover:
-    every .py and .lark file, and every folder (a file added or removed
-    changes its folder's times), one level deeper than the tree is today."""
-    depth = 0
-    for dirpath, dirnames, _ in os.walk(root):
-        dirnames[:] = [d for d in dirnames if not d.startswith(("_", "."))]
-        depth = max(depth, len(Path(dirpath).relative_to(root).parts))
-    globs = ["."]
-    for level in range(depth + 2):
-        prefix = "*/" * level
-        globs += [f"{prefix}*.py", f"{prefix}*.lark"]
-        if level:
-            globs.append("[!_]*/" * level)
-    return globs
+def package_files(root: Path) -> list[str]:
+    """What of the package (relative to its folder) the script stats: every .py
+    and .lark file, and every folder (a file added or removed changes its
+    folder's times). A fixed list, not globs (which cost dash more than the
+    `stat` itself); the protocol includes it, so a package whose files are no
+    longer these gets no entries from an older script."""
+    found = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith((".", "__pycache__")))
+        rel = Path(dirpath).relative_to(root)
+        found.append(str(rel))
+        found += [str(rel / f) for f in sorted(filenames) if f.endswith((".py", ".lark"))]
+    return found
 
 
-@cache
 def fast_protocol(root: Path | None = None) -> str:
     """What a shadow script and this package must agree on to share fast entries:
     the entry format, the keyed and skipping settings, the package folder and
     what of it is stat'ed. Written into the script; a script made by another
-    version or for another installation is not served entries."""
-    root = package_root() if root is None else root
-    text = ";".join([FAST_MAGIC, *FAST_KEYED_ENV, "|", *FAST_SKIP_ENV, "|", str(root), *package_globs(root)])
+    version or for another installation is not served entries. ``root``: a
+    package folder (default: the running one, worked out once per process)."""
+    return _running_protocol() if root is None else _protocol_of(root)
+
+
+@cache
+def _running_protocol() -> str:
+    return _protocol_of(package_root())
+
+
+def _protocol_of(root: Path) -> str:
+    text = ";".join([FAST_MAGIC, *FAST_KEYED_ENV, "|", *FAST_SKIP_ENV, "|", str(root), *package_files(root)])
     return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()[:20]
 
 

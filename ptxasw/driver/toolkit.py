@@ -189,7 +189,7 @@ ptxasw_fast() {
     s=$( {
         printf '%s\n' "@PROTOCOL@${nl}real=$PTXASW_REAL_PTXAS${nl}py=$py${nl}cache=$c${nl}tune=$t" \
             "arch=$arch@ENV@${nl}argv$shape"
-        stat -L -c '%n %d:%i:%s:%.9Y:%.9Z' -- "$py" "$PTXASW_REAL_PTXAS" @GLOBS@ \
+        stat -L -c '%d:%i:%s:%.9Y:%.9Z' -- "$py" "$PTXASW_REAL_PTXAS" @FILES@ \
             ${tf:+"$tf" "$tf"/*.json} 2>/dev/null
     } | sha256sum - "$f" 2>/dev/null) || return 1
     h1=${s%%" "*}
@@ -260,14 +260,14 @@ def fast_path_script(package: Path) -> str:
 
     keyed = "".join(f"${{{v}-}}" for v in cache.FAST_KEYED_ENV)
     env = "".join(f"${{nl}}{v}${{{v}+=}}${{{v}-}}" for v in cache.FAST_KEYED_ENV)
-    globs = " ".join('"$pkg"/' + g for g in cache.package_globs(package))
+    files = " ".join(f'"$pkg"/{shlex.quote(f)}' for f in cache.package_files(package))
     fills = {
         "@SKIP@": "".join(f"${{{v}-}}" for v in cache.FAST_SKIP_ENV),
         "@OFF@": cache.OFF_PATTERNS,
         "@VALUED@": _case_patterns(_valued_options(), " " * 12),
         "@KEYED@": keyed,
         "@ENV@": env,
-        "@GLOBS@": globs,
+        "@FILES@": files,
         "@PROTOCOL@": cache.fast_protocol(package),
         "@MAGIC@": cache.FAST_MAGIC,
     }
