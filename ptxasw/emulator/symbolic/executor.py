@@ -949,6 +949,7 @@ class SymbolicExecutor:
         self.params = self._kernel_params()
         self.param_names = {display for display, _ in self.params.values()}
         self._param_bits = {display: 8 * size for display, size in self.params.values()}
+        self._omp_teams: BV | None = None  # omp_get_num_teams(), one value per kernel
         self.sources = self._source_positions()
         self.loop_infos: dict[int, _LoopInfo] = {}
         self.loop_by_header = {loop.header: loop for loop in self.cfg.loops}
@@ -1719,12 +1720,32 @@ class SymbolicExecutor:
             if nbytes is None or nbytes > 8:
                 self._clobber(st, frozenset({".param"}), None)
                 continue
-            value = self.dom.fresh(site.name, 8 * nbytes)
             bounds = _OMP_RESULTS.get(site.name)
             if bounds is not None and nbytes == 4:
-                self.solver.assume(z3.And(z3.UGE(value, bounds[0]), z3.ULE(value, bounds[1])))
+                value = self._omp_result(site.name, bounds)
+            else:
+                value = self.dom.fresh(site.name, 8 * nbytes)
             spaces = _ALIASES[".param"]
             st.mem.append(_MemEvent(self._new_event_id(), "store", spaces, ".param", address, nbytes, value))
+
+    def _omp_result(self, name: str, bounds: tuple[int, int]) -> BV:
+        """The value of an OpenMP query in its range. The team count is one
+        value for the whole target region (one symbol for every call); a
+        team number is fresh per call (libgomp may run several teams one
+        after the other in a block) but always below the team count."""
+        if name == "omp_get_num_teams":
+            value = self._omp_teams
+            if value is None:
+                value = self._omp_teams = z3.BitVec("omp_get_num_teams", 32)
+                self.solver.assume(z3.And(z3.UGE(value, bounds[0]), z3.ULE(value, bounds[1])))
+            return value
+        value = self.dom.fresh(name, 32)
+        self.solver.assume(z3.And(z3.UGE(value, bounds[0]), z3.ULE(value, bounds[1])))
+        if name == "omp_get_team_num":
+            self.solver.assume(
+                z3.ULT(value, self._omp_result("omp_get_num_teams", _OMP_RESULTS["omp_get_num_teams"]))
+            )
+        return value
 
     def _memo_key(self, st: _State) -> tuple[tuple[Any, ...], list[BV]]:
         """What makes two flows entering a block behave alike from there on:
