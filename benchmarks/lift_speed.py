@@ -3,6 +3,7 @@
 Usage:
     python benchmarks/lift_speed.py [--json] [--quick] [--out [PATH]] [--wg 8,16] [--kernels gemm,ldu]
                                     [--seconds S] [--threads N] [--max-mb MB] [--no-interp]
+                                    [--targets gcc,pocl,llvm,avx512,interp]
 
 borG's batched kernels (benchmarks/pirch: GEMA, GEMM, TRSV, LDU with static
 pivoting), single and double precision, per WG_SIZE, on these targets:
@@ -371,6 +372,9 @@ def _options(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--max-mb", type=float, default=512.0, help="cap on the arguments of one batch")
     parser.add_argument("--no-interp", action="store_true", help="leave the interpreter out")
     parser.add_argument(
+        "--targets", help="targets to run, comma-separated (default: gcc, pocl and all available ones)"
+    )
+    parser.add_argument(
         "--wg-pack", type=int, help="work groups per lifted call (default: runtime.default_pack)"
     )
     parser.add_argument(
@@ -438,6 +442,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"lift_speed: no lifted targets ({missing})", file=sys.stderr)
     if not opts.no_interp:
         targets.append("interp")
+    if opts.targets:
+        wanted = opts.targets.split(",")
+        unknown = sorted(set(wanted) - set(TARGETS))
+        if unknown or "gcc" not in wanted:
+            raise SystemExit(f"lift_speed: --targets needs gcc and known targets ({', '.join(TARGETS)})")
+        targets = [t for t in targets if t in wanted]
     precisions = {"single": ["f32"], "double": ["f64"], "both": ["f32", "f64"]}[opts.precision]
     rows: list[dict[str, object]] = []
     for base in opts.bases:

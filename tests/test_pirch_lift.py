@@ -442,3 +442,97 @@ def test_cluster_sm_and_environment_registers(pack: int) -> None:
     out = compare(parse_ptx(SPECIALS, "specials.ptx"), "specials", 5, 8, pack, [np.zeros(40, np.uint32)])
     cta = np.arange(40) // 8
     np.testing.assert_array_equal(out[0], (cta * 1000 + 5) * 10 + 1 + 1 + 0 + 1 + 0 + 64 + 1)
+
+
+# Rows kept in registers: each lane reads its row of 4 words through one address
+# register (a strided gather alone; together one contiguous block, read as vectors
+# and transposed in registers), then writes it back rotated the same way; the
+# addresses are computed in 64 bits (from ctaid.x, which never wraps), so their lane
+# offsets are known at lift time. In
+# ``cut`` a store through the same register sits between the loads: the loads
+# after it must see it, so neither the loads nor the stores may be grouped across.
+ROWS = """
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry rows(.param .u64 a, .param .u64 out)
+.reqntid 8, 1, 1
+{
+    .reg .b32 %r<12>;
+    .reg .b64 %rd<8>;
+    ld.param.u64 %rd1, [a];
+    ld.param.u64 %rd2, [out];
+    mov.u32 %r1, %ctaid.x;
+    mov.u32 %r2, %tid.x;
+    mul.wide.u32 %rd6, %r1, 128;
+    mul.wide.u32 %rd7, %r2, 16;
+    add.s64 %rd3, %rd6, %rd7;
+    add.s64 %rd4, %rd1, %rd3;
+    add.s64 %rd5, %rd2, %rd3;
+    ld.global.u32 %r4, [%rd4+4];
+    ld.global.u32 %r5, [%rd4];
+    mov.u32 %r10, 3;
+    ld.global.u32 %r6, [%rd4+12];
+    ld.global.u32 %r7, [%rd4+8];
+    add.u32 %r8, %r4, %r10;
+    st.global.u32 [%rd5], %r8;
+    st.global.u32 [%rd5+4], %r7;
+    xor.b32 %r9, %r6, %r5;
+    st.global.u32 [%rd5+12], %r9;
+    st.global.u32 [%rd5+8], %r5;
+    ret;
+}
+.visible .entry cut(.param .u64 a)
+.reqntid 8, 1, 1
+{
+    .reg .b32 %r<12>;
+    .reg .b64 %rd<8>;
+    ld.param.u64 %rd1, [a];
+    mov.u32 %r1, %ctaid.x;
+    mov.u32 %r2, %tid.x;
+    mul.wide.u32 %rd6, %r1, 128;
+    mul.wide.u32 %rd7, %r2, 16;
+    add.s64 %rd3, %rd6, %rd7;
+    add.s64 %rd4, %rd1, %rd3;
+    ld.global.u32 %r4, [%rd4];
+    ld.global.u32 %r5, [%rd4+4];
+    add.u32 %r8, %r4, %r5;
+    st.global.u32 [%rd4+8], %r8;
+    ld.global.u32 %r6, [%rd4+8];
+    ld.global.u32 %r7, [%rd4+12];
+    st.global.u32 [%rd4], %r7;
+    ld.global.u32 %r9, [%rd4];
+    st.global.u32 [%rd4+4], %r6;
+    st.global.u32 [%rd4+12], %r9;
+    ret;
+}
+"""
+
+
+def test_access_groups_are_cut_where_the_order_shows() -> None:
+    from ptxasw.analysis.cfg import build_cfg
+    from ptxasw.pirch_bridge.machine import plan_access_groups
+
+    module = parse_ptx(ROWS, "rows.ptx")
+
+    def groups(name: str) -> list[tuple[int, ...]]:
+        fn = next(k for k in module.kernels if k.name == name)
+        planned = plan_access_groups([bb.instructions for bb in build_cfg(fn).blocks])
+        unique = {id(g): g for g in planned.values()}.values()
+        return sorted((g.store, *(g.offsets[id(m)] for m in g.members)) for g in unique)
+
+    assert groups("rows") == [(False, 4, 0, 12, 8), (True, 0, 4, 12, 8)]
+    # the store between the loads, and the load between the stores, cut the runs
+    assert groups("cut") == [(False, 0, 4), (False, 8, 12)]
+
+
+@pytest.mark.parametrize("pack", [1, 2, 3])
+def test_rows_read_and_written_as_blocks(pack: int) -> None:
+    module = parse_ptx(ROWS, "rows.ptx")
+    rng = np.random.default_rng(5)
+    a = ints(rng, 3 * 8 * 4)
+    out = compare(module, "rows", 3, 8, pack, [a, np.zeros(3 * 8 * 4, np.int32)])
+    rows = a.reshape(-1, 4).view(np.uint32)
+    want = np.stack([rows[:, 1] + 3, rows[:, 2], rows[:, 0], rows[:, 3] ^ rows[:, 0]], axis=1)
+    np.testing.assert_array_equal(out[1].reshape(-1, 4).view(np.uint32), want)
+    compare(module, "cut", 3, 8, pack, [a])

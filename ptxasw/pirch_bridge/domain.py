@@ -45,7 +45,7 @@ from llvmlite import ir
 from ptxasw.emulator.concrete.domain import Bits, ConcreteDomain
 from ptxasw.emulator.semantics.domain import FpOp
 
-__all__ = ["LLVMDomain", "Vec"]
+__all__ = ["Affine", "LLVMDomain", "Vec"]
 
 _F32_NAN = 0x7FFF_FFFF
 _F64_DEFAULT_NAN = 0xFFF8_0000_0000_0000
@@ -74,16 +74,42 @@ _FCMP = {
 
 
 @dataclass(frozen=True, slots=True, eq=False)
+class Affine:
+    """What the lifter knows of a run-time value's lanes: lane ``i`` holds
+    ``base + offsets[i]`` (mod ``2**width``) in every lane that runs.
+
+    ``base`` is a scalar computed in the lifted function's entry block (from its
+    arguments and the kernel's parameters, which never change), so it dominates
+    every use; None stands for 0. Why: an address such as ``param + 4 * (ctaid *
+    64 + tid * 8)`` then has lane offsets known at lift time, and a load or store
+    takes its vector, per-group, broadcast or gather form without run-time tests
+    (`LiftMachine._access`). ``nuw``: ``base + offsets[i]`` never wraps (as an
+    unbounded integer it is below ``2**width``), so zero extension distributes.
+    """
+
+    base: ir.Value | None
+    offsets: tuple[int, ...]
+    nuw: bool = False
+
+    def uniform(self) -> bool:
+        """Every lane holds the same value."""
+        first = self.offsets[0]
+        return all(o == first for o in self.offsets)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
 class Vec:
     """One register in every lane: an LLVM ``<L x iN>`` value.
 
     ``known`` holds the lanes' bit patterns when they are all constant (the
-    value is then an LLVM constant too), else None.
+    value is then an LLVM constant too), else None; ``affine`` what is known of
+    a run-time value's lanes (`Affine`), or None.
     """
 
     value: ir.Value
     width: int
     known: tuple[int, ...] | None = None
+    affine: Affine | None = None
 
 
 class LLVMDomain:
@@ -105,6 +131,15 @@ class LLVMDomain:
         self.builder: ir.IRBuilder | None = None
         self._fold = ConcreteDomain(self.lanes)
         self._constants: dict[tuple[int, tuple[int, ...]], Vec] = {}
+        # Uniform scalar arithmetic (`Affine` bases) goes to the entry block of the
+        # function being lifted, once per distinct operation.
+        self.entry: ir.IRBuilder | None = None
+        self._hoisted: dict[tuple[object, ...], ir.Value] = {}
+
+    def begin_function(self, entry: ir.IRBuilder) -> None:
+        """Lift into a new function: ``entry`` inserts before its entry block's terminator."""
+        self.entry = entry
+        self._hoisted = {}
 
     # ---- types and constants ------------------------------------------------------------
     @property
@@ -150,6 +185,114 @@ class LLVMDomain:
         one = b.insert_element(ir.Constant(vt, ir.Undefined), scalar, ir.Constant(ir.IntType(32), 0))
         return Vec(b.shuffle_vector(one, ir.Constant(vt, ir.Undefined), _zeros(self.lanes)), width)
 
+    def uniform(self, scalar: ir.Value, width: int) -> Vec:
+        """``scalar`` in every lane, where ``scalar`` dominates the whole function (an
+        argument, a constant or a value of the entry block): its `Affine` form is known."""
+        v = self.splat(scalar, width)
+        return Vec(v.value, width, None, Affine(scalar, (0,) * self.lanes))
+
+    # ---- uniform scalars (the bases of `Affine` forms) ----------------------------------
+    def lanes_of(self, a: Vec) -> Affine | None:
+        """``a``'s lanes as base + constant offsets, when known (constants always are)."""
+        if a.known is not None:
+            return Affine(None, a.known, nuw=True)
+        return a.affine
+
+    def _scalar(self, op: str, x: ir.Value | None, y: ir.Value | int | None, width: int) -> ir.Value | None:
+        """``x op y`` on ``width``-bit scalars in the entry block (None is 0; an int ``y``
+        a constant), emitted once per function for the same operands."""
+        zero_y = y is None or (isinstance(y, int) and y % (1 << width) == 0)
+        if op in ("add", "sub", "or_", "xor") and zero_y:
+            return x
+        if op == "add" and x is None:
+            return ir.Constant(ir.IntType(width), y % (1 << width)) if isinstance(y, int) else y
+        if op == "mul" and (x is None or zero_y):
+            return None
+        if op == "mul" and isinstance(y, int) and y % (1 << width) == 1:
+            return x
+        t = ir.IntType(width)
+        xs = ir.Constant(t, 0) if x is None else x
+        ys = ir.Constant(t, 0 if y is None else y % (1 << width)) if isinstance(y, int) or y is None else y
+        key = (op, width, _ident(xs), _ident(ys))
+        hit = self._hoisted.get(key)
+        if hit is None:
+            assert self.entry is not None, "uniform arithmetic before begin_function"
+            hit = self._hoisted[key] = getattr(self.entry, op)(xs, ys)
+        return hit
+
+    def _convert(self, op: str, x: ir.Value | None, width: int) -> ir.Value | None:
+        """``zext``/``sext``/``trunc`` of a scalar base to ``width`` bits, in the entry block."""
+        if x is None:
+            return None
+        key = (op, width, _ident(x))
+        hit = self._hoisted.get(key)
+        if hit is None:
+            assert self.entry is not None, "uniform arithmetic before begin_function"
+            hit = self._hoisted[key] = getattr(self.entry, op)(x, ir.IntType(width))
+        return hit
+
+    def hoisted(self, key: tuple[object, ...], make: Callable[[ir.IRBuilder], ir.Value]) -> ir.Value:
+        """A scalar made once per function in the entry block by ``make(builder)``
+        (a parameter's value, a pointer's address): it dominates every use."""
+        hit = self._hoisted.get(key)
+        if hit is None:
+            assert self.entry is not None, "uniform arithmetic before begin_function"
+            hit = self._hoisted[key] = make(self.entry)
+        return hit
+
+    def base_plus(self, form: Affine, offset: int, width: int) -> ir.Value:
+        """The scalar ``form.base + offset`` (a constant when the base is 0)."""
+        total = self._scalar("add", form.base, offset % (1 << width), width)
+        return ir.Constant(ir.IntType(width), 0) if total is None else total
+
+    def _uniform_scalar(self, form: Affine, width: int) -> ir.Value | None:
+        return self._scalar("add", form.base, form.offsets[0], width)
+
+    def _with(self, r: Vec, form: Affine | None) -> Vec:
+        if r.known is not None or form is None:
+            return r
+        return Vec(r.value, r.width, None, form)
+
+    def _affine_sum(self, a: Vec, b: Vec, r: Vec, negate: bool) -> Vec:
+        fa, fb = self.lanes_of(a), self.lanes_of(b)
+        if r.known is not None or fa is None or fb is None:
+            return r
+        m = (1 << r.width) - 1
+        sign = -1 if negate else 1
+        base = self._scalar("sub" if negate else "add", fa.base, fb.base, r.width)
+        offsets = tuple((x + sign * y) & m for x, y in zip(fa.offsets, fb.offsets, strict=True))
+        return self._with(r, Affine(base, offsets))
+
+    def _affine_scale(self, a: Vec, b: Vec, r: Vec) -> Vec:
+        """A product in affine form: by a uniform constant, or of two uniform values."""
+        fa, fb = self.lanes_of(a), self.lanes_of(b)
+        if r.known is not None or fa is None or fb is None:
+            return r
+        w = r.width
+        m = (1 << w) - 1
+        for x, y in ((fa, fb), (fb, fa)):
+            if y.base is None and y.uniform():
+                c = y.offsets[0]
+                return self._with(
+                    r, Affine(self._scalar("mul", x.base, c, w), tuple(o * c & m for o in x.offsets))
+                )
+        if fa.uniform() and fb.uniform():
+            ua, ub = self._uniform_scalar(fa, w), self._uniform_scalar(fb, w)
+            return self._with(r, Affine(self._scalar("mul", ua, ub, w), (0,) * self.lanes))
+        return r
+
+    def _affine_bitwise(self, op: str, a: Vec, b: Vec, r: Vec) -> Vec:
+        """A bitwise operation of two uniform values is uniform."""
+        fa, fb = self.lanes_of(a), self.lanes_of(b)
+        if r.known is not None or fa is None or fb is None or not (fa.uniform() and fb.uniform()):
+            return r
+        w = r.width
+        ua, ub = self._uniform_scalar(fa, w), self._uniform_scalar(fb, w)
+        if op == "and_" and (ua is None or ub is None):
+            return r  # folded to a known 0 elsewhere; nothing to add
+        scalar = self._scalar(op, ua, ub, w) if ua is not None else ub
+        return self._with(r, Affine(scalar, (0,) * self.lanes))
+
     # ---- folding ---------------------------------------------------------------------------
     def _bits(self, a: Vec) -> Bits:
         assert a.known is not None
@@ -173,13 +316,13 @@ class LLVMDomain:
 
     # ---- integer arithmetic ----------------------------------------------------------------
     def add(self, a: Vec, b: Vec) -> Vec:
-        return self._binary("add", a, b, "add")
+        return self._affine_sum(a, b, self._binary("add", a, b, "add"), negate=False)
 
     def sub(self, a: Vec, b: Vec) -> Vec:
-        return self._binary("sub", a, b, "sub")
+        return self._affine_sum(a, b, self._binary("sub", a, b, "sub"), negate=True)
 
     def mul(self, a: Vec, b: Vec) -> Vec:
-        return self._binary("mul", a, b, "mul")
+        return self._affine_scale(a, b, self._binary("mul", a, b, "mul"))
 
     def neg(self, a: Vec) -> Vec:
         return self.sub(self.const(0, a.width), a)
@@ -219,13 +362,13 @@ class LLVMDomain:
 
     # ---- bitwise -------------------------------------------------------------------------------
     def and_(self, a: Vec, b: Vec) -> Vec:
-        return self._binary("and_", a, b, "and_")
+        return self._affine_bitwise("and_", a, b, self._binary("and_", a, b, "and_"))
 
     def or_(self, a: Vec, b: Vec) -> Vec:
-        return self._binary("or_", a, b, "or_")
+        return self._affine_bitwise("or_", a, b, self._binary("or_", a, b, "or_"))
 
     def xor(self, a: Vec, b: Vec) -> Vec:
-        return self._binary("xor", a, b, "xor")
+        return self._affine_bitwise("xor", a, b, self._binary("xor", a, b, "xor"))
 
     def not_(self, a: Vec) -> Vec:
         return self.xor(a, self.const(-1, a.width))
@@ -243,7 +386,10 @@ class LLVMDomain:
         return r if name == "ashr" else self.ite(big, self.const(0, w), r)
 
     def shl(self, a: Vec, b: Vec) -> Vec:
-        return self._shift("shl", a, b)
+        r = self._shift("shl", a, b)
+        if b.known is not None and len(set(b.known)) == 1 and b.known[0] < a.width:
+            return self._affine_scale(a, self.const(1 << b.known[0], a.width), r)  # a * 2**k
+        return r
 
     def lshr(self, a: Vec, b: Vec) -> Vec:
         return self._shift("lshr", a, b)
@@ -284,13 +430,25 @@ class LLVMDomain:
         if width == a.width:
             return a
         folded = self._try_fold("zext", (a,), width)
-        return folded or Vec(self.b.zext(a.value, self.vtype(width)), width)
+        return folded or self._affine_extend("zext", a, Vec(self.b.zext(a.value, self.vtype(width)), width))
 
     def sext(self, a: Vec, width: int) -> Vec:
         if width == a.width:
             return a
         folded = self._try_fold("sext", (a,), width)
-        return folded or Vec(self.b.sext(a.value, self.vtype(width)), width)
+        return folded or self._affine_extend("sext", a, Vec(self.b.sext(a.value, self.vtype(width)), width))
+
+    def _affine_extend(self, op: str, a: Vec, r: Vec) -> Vec:
+        """Extension of a uniform value, or zero extension of a sum that never wraps."""
+        form = a.affine
+        if form is None:
+            return r
+        if form.uniform():
+            scalar = self._convert(op, self._uniform_scalar(form, a.width), r.width)
+            return self._with(r, Affine(scalar, (0,) * self.lanes))
+        if op == "zext" and form.nuw:
+            return self._with(r, Affine(self._convert("zext", form.base, r.width), form.offsets, nuw=True))
+        return r
 
     def extract(self, a: Vec, hi: int, lo: int) -> Vec:
         width = hi - lo + 1
@@ -300,7 +458,19 @@ class LLVMDomain:
         if folded is not None:
             return folded
         v = self.b.lshr(a.value, ir.Constant(self.vtype(a.width), lo)) if lo else a.value
-        return Vec(self.b.trunc(v, self.vtype(width)), width)
+        r = Vec(self.b.trunc(v, self.vtype(width)), width)
+        form = a.affine
+        if form is None:
+            return r
+        if lo == 0:  # truncation distributes over the sum (mod 2**width)
+            m = (1 << width) - 1
+            return self._with(
+                r, Affine(self._convert("trunc", form.base, width), tuple(o & m for o in form.offsets))
+            )
+        if form.uniform():
+            shifted = self._scalar("lshr", self._uniform_scalar(form, a.width), lo, a.width)
+            return self._with(r, Affine(self._convert("trunc", shifted, width), (0,) * self.lanes))
+        return r
 
     def concat(self, hi: Vec, lo: Vec) -> Vec:
         width = hi.width + lo.width
@@ -572,6 +742,14 @@ def _unsupported(op: FpOp) -> Vec:
     rounding = op.rounding or ""
     src = op.src or ""
     raise NotImplementedError(f"floating-point {op.op}{rounding}{op.type}{src} is not lifted exactly")
+
+
+def _ident(x: ir.Value) -> object:
+    """A memo key for a scalar: constants by value, other values by identity (they
+    live in the module as long as the lifter runs)."""
+    if isinstance(x, ir.Constant):
+        return ("const", str(x.type), x.constant)
+    return id(x)
 
 
 def _zeros(n: int) -> ir.Constant:

@@ -51,8 +51,8 @@ from ptxasw.emulator.concrete.variables import param_var, round_up, var_of, walk
 from ptxasw.emulator.semantics.instructions import Semantics
 from ptxasw.errors import PtxError, UnsupportedError, UnsupportedInstruction
 from ptxasw.ir import isa
-from ptxasw.pirch_bridge.domain import LLVMDomain, Vec
-from ptxasw.pirch_bridge.machine import FRAME_BASE, LiftMachine, RegisterFile, Specials
+from ptxasw.pirch_bridge.domain import Affine, LLVMDomain, Vec
+from ptxasw.pirch_bridge.machine import FRAME_BASE, LiftMachine, RegisterFile, Specials, plan_access_groups
 
 __all__ = ["LiftedKernel", "block_shape", "choose_kernel", "lift_kernel"]
 
@@ -367,6 +367,10 @@ class _Lifter:
             arg.name = arg_name
         self.func = func
         entry = func.append_basic_block("entry")
+        # Uniform values (parameters, addresses' bases: `Affine`) are computed once, in a
+        # block of their own after the entry (whose start gets the registers' allocas).
+        uniforms = func.append_basic_block("uniforms")
+        self.dom.begin_function(ll.IRBuilder(uniforms))
         self.dispatch = func.append_basic_block("dispatch")
         self.masked = masked
         self.blocks = {b: func.append_basic_block(f"bb{b}") for b in order} if self.masked else {}
@@ -386,6 +390,8 @@ class _Lifter:
         for slot in self.pending.values():
             b.store(ll.Constant(self.mask_t, None), slot)
         b.store(valid.value, self.live)
+        b.branch(uniforms)
+        b.position_at_end(uniforms)
         if self.masked:
             masked_start = func.append_basic_block("masked_start")
             b.cbranch(self._all(valid.value), self.full_blocks[order[0]], masked_start)
@@ -418,6 +424,7 @@ class _Lifter:
             self.machine.frame, self.machine.frame_size = frame, self.frame_size
         self.sem = Semantics(self.machine)
         self.machine.single_defs = self._single_definitions()
+        self.machine.groups = plan_access_groups([bb.instructions for bb in self.cfg.blocks])
         self.machine.dominates = self._dominates
 
         b.position_at_end(self.dispatch)
@@ -507,7 +514,7 @@ class _Lifter:
         d = self.dom
         bx, by, bz = self.block
         size, lanes = self.block_lanes, d.lanes
-        x0, y, z, nx, ny, nz = (d.splat(a, 32) for a in func.args[3:])
+        x0, y, z, nx, ny, nz = (d.uniform(a, 32) for a in func.args[3:])
         thread = [i % size for i in range(lanes)]
 
         def per_lane(values: list[int]) -> Vec:
@@ -520,6 +527,8 @@ class _Lifter:
             return per_lane([sum(1 << j for j in range(32) if pred(t % 32, j)) for t in thread])
 
         ctaid_x = d.add(x0, per_lane([i // size for i in range(lanes)]))
+        # x0 + g never wraps in a lane that runs: those lanes have x0 + g < nctaid_x.
+        ctaid_x = Vec(ctaid_x.value, 32, None, Affine(func.args[3], ctaid_x.affine.offsets, nuw=True))  # type: ignore[union-attr]
         values = {
             ("%tid", "x"): per_lane([t % bx for t in thread]),
             ("%tid", "y"): per_lane([t // bx % by for t in thread]),

@@ -32,7 +32,8 @@ from ptxasw.emulator.semantics import domain as dm
 from ptxasw.emulator.semantics.collectives import atomic_supported, atomic_update, warp_collective
 from ptxasw.errors import UnsupportedInstruction
 from ptxasw.ir import isa
-from ptxasw.pirch_bridge.domain import LLVMDomain, Vec
+from ptxasw.ir.isa import MemoryEffect
+from ptxasw.pirch_bridge.domain import Affine, LLVMDomain, Vec
 
 __all__ = ["LiftMachine", "RegisterFile", "Specials"]
 
@@ -76,6 +77,104 @@ class Specials:
     values: dict[tuple[str, str | None], Vec]
 
 
+@dataclass(frozen=True, eq=False)
+class AccessGroup:
+    """Loads (or stores) of one block through the same address register at ``factor``
+    consecutive element offsets, with nothing between them that could see the
+    difference if they ran at once (`plan_access_groups`).
+
+    Why: a lane that keeps row ``i`` of a matrix in registers reads ``row + k`` for
+    every ``k``: each access alone is a strided gather (scatter), but together they
+    read one contiguous block, which ``factor`` vector accesses and an in-register
+    transposition move much faster (`LiftMachine._group_load`)."""
+
+    members: tuple[ir.Instruction, ...]
+    """In program order: loads run all at the first, stores all at the last."""
+    offsets: dict[int, int]
+    """``id(member)`` -> its immediate offset."""
+    lowest: int
+    factor: int
+    nbytes: int
+    store: bool
+
+
+def plan_access_groups(blocks: list[list[ir.Instruction]]) -> dict[int, AccessGroup]:
+    """The `AccessGroup` of each grouped ``ld``/``st`` (by ``id``), block by block."""
+    groups: dict[int, AccessGroup] = {}
+    for block in blocks:
+        for group in _block_groups(block):
+            for member in group.members:
+                groups[id(member)] = group
+    return groups
+
+
+def _block_groups(block: list[ir.Instruction]) -> list[AccessGroup]:
+    """Runs of plain scalar ``ld`` (``st``) through one register in one block, cut where an
+    instruction could observe the reordering (a store, atomic or fence between loads;
+    any memory access between stores) or redefines the register."""
+    found: list[AccessGroup] = []
+    open_runs: dict[tuple[str, str, int, bool], list[ir.Instruction]] = {}
+
+    def close(key: tuple[str, str, int, bool]) -> None:
+        run = open_runs.pop(key)
+        group = _as_group(run, key[2], key[3])
+        if group is not None:
+            found.append(group)
+
+    for inst in block:
+        key = _group_key(inst)
+        effect = isa.memory_effect(inst)
+        for k in list(open_runs):
+            if k != key and _interferes(effect, store=k[3]):
+                close(k)
+        if key is not None:
+            open_runs.setdefault(key, []).append(inst)
+        written = {r.name for r in isa.defs(inst)}
+        for k in list(open_runs):
+            if k[0] in written:
+                close(k)  # this instruction's own access used the old value; later ones would not
+    for k in list(open_runs):
+        close(k)
+    return found
+
+
+def _interferes(effect: MemoryEffect, store: bool) -> bool:
+    """Whether an instruction between the members of a group forbids running them at once:
+    loads move up past what cannot write memory; stores move down past what touches none."""
+    if store:
+        return effect != MemoryEffect.NONE
+    return bool(effect & (MemoryEffect.WRITE | MemoryEffect.ATOMIC | MemoryEffect.FENCE | MemoryEffect.ASYNC))
+
+
+def _group_key(inst: ir.Instruction) -> tuple[str, str, int, bool] | None:
+    """(address register, space, bytes, store) of a groupable access, else None."""
+    if inst.opcode not in ("ld", "st") or inst.guard is not None or isa.vector_width(inst) != 1:
+        return None
+    if any(m in inst.modifiers for m in (".volatile", ".relaxed", ".acquire", ".release", ".mmio")):
+        return None
+    address = inst.operands[1 if inst.opcode == "ld" else 0]
+    nbytes = isa.access_bytes(inst)
+    if not isinstance(address, ir.Address) or not isinstance(address.base, ir.Register) or not nbytes:
+        return None
+    if address.base.selector is not None:
+        return None
+    return (address.base.name, isa.state_space(inst) or "generic", nbytes, inst.opcode == "st")
+
+
+def _as_group(run: list[ir.Instruction], nbytes: int, store: bool) -> AccessGroup | None:
+    """The run as a group when its offsets are ``lowest + k * nbytes`` for ``k < 2**n``, n >= 1."""
+    offsets = {}
+    for inst in run:
+        address = inst.operands[1 if inst.opcode == "ld" else 0]
+        assert isinstance(address, ir.Address)
+        offsets[id(inst)] = address.offset
+    values = sorted(offsets.values())
+    factor = len(values)
+    if factor < 2 or factor & (factor - 1) or values != [values[0] + k * nbytes for k in range(factor)]:
+        return None
+    return AccessGroup(tuple(run), offsets, values[0], factor, nbytes, store)
+
+
 class LiftMachine:
     """`Machine[Vec]` emitting IR; the lifter sets `exec` and the instruction."""
 
@@ -102,8 +201,18 @@ class LiftMachine:
         # Per-lane frames (.local and call-site .param variables): base pointer and size.
         self.frame: ll.Value | None = None
         self.frame_size = 0
-        self.exec: Vec = dom.const(1, 1)
+        self._exec: Vec = dom.const(1, 1)
         self.inst: ir.Instruction | None = None
+        # What is known of registers' lanes (`Affine`): for a register with one static
+        # definition, from that definition on; for any register, from a write earlier
+        # in the same block under the same execution mask (``exec`` forgets them).
+        self.forms: dict[str, tuple[Affine, ir.Instruction]] = {}
+        self.recent: dict[str, Affine] = {}
+        # Grouped accesses (`AccessGroup`): the plan, loads already done by the group's
+        # first member (id -> value), and stores held back until the group's last.
+        self.groups: dict[int, AccessGroup] = {}
+        self.grouped: dict[int, Vec] = {}
+        self.deferred: dict[int, tuple[ll.Value, dict[int, Vec]]] = {}
         # Registers with one static definition whose value is known at lift time
         # (nvcc materialises shfl's lane operands in registers): key -> (value, def).
         self.single_defs: dict[str, ir.Instruction] = {}
@@ -113,6 +222,18 @@ class LiftMachine:
     @property
     def b(self) -> ll.IRBuilder:
         return self.dom.b
+
+    @property
+    def exec(self) -> Vec:
+        """The lanes that run the current instruction (the lifter sets it per block)."""
+        return self._exec
+
+    @exec.setter
+    def exec(self, lanes: Vec) -> None:
+        assert not self.deferred, "a grouped store's last member did not run"
+        self._exec = lanes
+        self.recent = {}  # a new block, or other lanes: earlier writes may not be theirs
+        self.grouped = {}
 
     def refuse(self, reason: str, inst: ir.Instruction | None = None) -> UnsupportedInstruction:
         inst = inst or self.inst
@@ -132,7 +253,13 @@ class LiftMachine:
             # Every lane that reaches this read ran the one definition: the value is known.
             return dm.resize(self.dom, known[0], width, False)
         slot, stored = self.registers.slot(reg, width)
-        value = Vec(self.b.load(slot), stored)
+        key = _key(reg)
+        form = self.recent.get(key)
+        if form is None:
+            single = self.forms.get(key)
+            if single is not None and self.inst is not None and self.dominates(single[1], self.inst):
+                form = single[0]
+        value = Vec(self.b.load(slot), stored, None, form)
         return dm.resize(self.dom, value, width, False)
 
     def write(self, reg: ir.Register, value: Vec) -> None:
@@ -143,6 +270,12 @@ class LiftMachine:
         key = _key(reg)
         if new.known is not None and self.inst is not None and self.single_defs.get(key) is self.inst:
             self.constants[key] = (new, self.inst)
+        form = self.dom.lanes_of(new)
+        self.recent.pop(key, None)
+        if form is not None:
+            self.recent[key] = form
+            if self.inst is not None and self.single_defs.get(key) is self.inst:
+                self.forms[key] = (form, self.inst)
         if self.exec.known is None or not all(self.exec.known):
             new = self.dom.ite(self.exec, new, Vec(self.b.load(slot), stored))
         self.b.store(new.value, slot)
@@ -151,9 +284,7 @@ class LiftMachine:
     def symbol_address(self, name: str, width: int) -> Vec:
         host = self.host_symbols.get(name)
         if host is not None:  # module variables live in host memory: their address is a pointer
-            return dm.resize(
-                self.dom, self.dom.splat(self.b.ptrtoint(host, ll.IntType(64)), 64), width, False
-            )
+            return dm.resize(self.dom, self._pointer(host), width, False)
         hit = self.symbols.get(name)
         if hit is None:
             raise self.refuse(f"the address of {name} (module variables, functions) is not lifted")
@@ -175,8 +306,9 @@ class LiftMachine:
             return self.frame, lane
         if space == ".shared":
             group = d._const_lanes([i // self.block_lanes for i in range(d.lanes)], 64)
-            stride = d.splat(self.b.zext(self.shared_stride, ll.IntType(64)), 64)
-            return self.shared, d.mul(group, stride)
+            i64 = ll.IntType(64)
+            stride = d.hoisted(("stride",), lambda e: e.zext(self.shared_stride, i64))
+            return self.shared, d.mul(group, d.uniform(stride, 64))
         if space in (".global", "generic", ".const"):
             return None, None
         raise self.refuse(f"accesses to {space} are not lifted")
@@ -191,8 +323,14 @@ class LiftMachine:
         if offset is not None:
             addr = d.add(addr, offset)
         if base is not None:
-            addr = d.add(addr, d.splat(self.b.ptrtoint(base, ll.IntType(64)), 64))
+            addr = d.add(addr, self._pointer(base))
         return addr
+
+    def _pointer(self, ptr: ll.Value) -> Vec:
+        """A pointer that dominates the function (an argument, a global) as a uniform address."""
+        d = self.dom
+        scalar = d.hoisted(("ptrtoint", id(ptr)), lambda e: e.ptrtoint(ptr, ll.IntType(64)))
+        return d.uniform(scalar, 64)
 
     def load(self, inst: ir.Instruction, space: str, address: Vec, nbytes: int, cond: Vec | None) -> Vec:
         self.inst = inst
@@ -202,6 +340,16 @@ class LiftMachine:
         if space == ".param" and address.known is not None and len(set(address.known)) == 1:
             return self._param_scalar(address.known[0], width)
         addrs = self._addresses(space, address)
+        group = self.groups.get(id(inst))
+        if group is not None:
+            done = self.grouped.pop(id(inst), None)
+            if done is not None:
+                return done
+            if inst is group.members[0]:
+                values = self._group_load(group, inst, addrs, mask)
+                if values is not None:
+                    self.grouped.update(values)
+                    return self.grouped.pop(id(inst))
         return self._access(addrs, nbytes, mask, None)
 
     def _param_space(self, space: str, address: Vec) -> str:
@@ -218,103 +366,185 @@ class LiftMachine:
         if space == ".param":
             raise self.refuse("stores to kernel parameters are not lifted")
         value = dm.resize(self.dom, value, nbytes * 8, False)
-        self._access(self._addresses(space, address), nbytes, self._mask(cond), value)
+        addrs, mask = self._addresses(space, address), self._mask(cond)
+        group = self.groups.get(id(inst))
+        if group is not None:
+            if inst is group.members[0]:
+                start = self._group_start(group, inst, addrs, mask)
+                if start is not None:
+                    self.deferred[id(group)] = (start, {})
+            held = self.deferred.get(id(group))
+            if held is not None:
+                held[1][group.offsets[id(inst)]] = value
+                if inst is group.members[-1]:
+                    del self.deferred[id(group)]
+                    self._group_store(group, *held)
+                return
+        self._access(addrs, nbytes, mask, value)
+
+    # ---- grouped accesses: one contiguous block, transposed in registers ----------------------
+    def _group_start(
+        self, group: AccessGroup, inst: ir.Instruction, addrs: Vec, mask: Vec
+    ) -> ll.Value | None:
+        """The block's first address when every lane runs and lane ``i``'s member at
+        the lowest offset accesses ``start + i * factor * nbytes``; else None."""
+        form = self.dom.lanes_of(addrs)
+        if form is None or mask.known is None or not all(mask.known):
+            return None
+        step = group.factor * group.nbytes
+        if any(_signed64(o - form.offsets[0]) != i * step for i, o in enumerate(form.offsets)):
+            return None
+        return self.dom.base_plus(form, form.offsets[0] - (group.offsets[id(inst)] - group.lowest), 64)
+
+    def _group_load(
+        self, group: AccessGroup, inst: ir.Instruction, addrs: Vec, mask: Vec
+    ) -> dict[int, Vec] | None:
+        """Every member's value, read as ``factor`` vectors and transposed (id -> value)."""
+        start = self._group_start(group, inst, addrs, mask)
+        if start is None:
+            return None
+        d, b = self.dom, self.b
+        chunk = d.lanes * group.nbytes
+        i64 = ll.IntType(64)
+        chunks = [
+            self._vector_access(b.add(start, ll.Constant(i64, c * chunk)), group.nbytes, mask, None).value
+            for c in range(group.factor)
+        ]
+        columns = _deinterleave(b, chunks, d.lanes)
+        width = group.nbytes * 8
+        return {
+            id(m): Vec(columns[(group.offsets[id(m)] - group.lowest) // group.nbytes], width)
+            for m in group.members
+        }
+
+    def _group_store(self, group: AccessGroup, start: ll.Value, values: dict[int, Vec]) -> None:
+        """The held-back stores: the columns interleaved into ``factor`` vectors, stored in order."""
+        d, b = self.dom, self.b
+        columns = [values[group.lowest + k * group.nbytes].value for k in range(group.factor)]
+        chunk = d.lanes * group.nbytes
+        full = d.const(1, 1)
+        width = group.nbytes * 8
+        for c, vec in enumerate(_interleave(b, columns, d.lanes)):
+            ptr = b.add(start, ll.Constant(ll.IntType(64), c * chunk))
+            self._vector_access(ptr, group.nbytes, full, Vec(vec, width))
 
     def _param_scalar(self, offset: int, width: int) -> Vec:
-        b = self.b
-        ptr = b.gep(self.params, [ll.Constant(ll.IntType(64), offset)])
-        scalar = b.load(b.bitcast(ptr, ll.IntType(width).as_pointer()), align=1)
-        return self.dom.splat(scalar, width)
+        """A kernel parameter: read once, in the entry, as parameters never change."""
+
+        def load(e: ll.IRBuilder) -> ll.Value:
+            ptr = e.gep(self.params, [ll.Constant(ll.IntType(64), offset)])
+            return e.load(e.bitcast(ptr, ll.IntType(width).as_pointer()), align=1)
+
+        return self.dom.uniform(self.dom.hoisted(("param", offset, width), load), width)
 
     def _access(self, addrs: Vec, nbytes: int, mask: Vec, value: Vec | None) -> Vec:
         """A masked load (``value`` None) or store at per-lane addresses, in the
-        fastest form their run-time pattern allows."""
+        fastest form their pattern allows: known at lift time when the lanes'
+        offsets from a uniform base are (`Affine`), else tested at run time."""
+        form = self.dom.lanes_of(addrs)
+        if form is not None:
+            return self._static_access(form, nbytes, mask, value)
         d, b = self.dom, self.b
         width = nbytes * 8
-        vt = d.vtype(width)
         i32 = ll.IntType(32)
-        elem_p = ll.IntType(width).as_pointer()
-        align = ll.Constant(i32, nbytes)
         first = b.extract_element(addrs.value, ll.Constant(i32, 0))
         stride = d._const_lanes([i * nbytes for i in range(d.lanes)], 64)
-        expected = d.add(d.splat(first, 64), stride)
-        consecutive = _all(b, d.eq(addrs, expected).value, d.lanes)
+        consecutive = _all(b, d.eq(addrs, d.add(d.splat(first, 64), stride)).value, d.lanes)
         fn = b.function
         vec_bb = fn.append_basic_block("contiguous")
         other_bb = fn.append_basic_block("scattered")
         done_bb = fn.append_basic_block("accessed")
         b.cbranch(consecutive, vec_bb, other_bb)
-        zero = ll.Constant(vt, None)
         results: list[tuple[ll.Value, ll.Block]] = []
 
         b.position_at_end(vec_bb)
-        vptr = b.inttoptr(first, vt.as_pointer())
-        if value is None:
-            name = f"llvm.masked.load.{d.suffix(width)}.p0{d.suffix(width)}"
-            results.append((d.call(name, [vptr, align, mask.value, zero], vt), b.block))
-        else:
-            name = f"llvm.masked.store.{d.suffix(width)}.p0{d.suffix(width)}"
-            d.call(name, [value.value, vptr, align, mask.value], ll.VoidType())
+        results.append((self._vector_access(first, nbytes, mask, value).value, b.block))
         b.branch(done_bb)
 
         b.position_at_end(other_bb)
         if d.wg_pack > 1:  # each work group's lanes consecutive: one vector access per group
             results += self._segmented(addrs, nbytes, mask, value, done_bb)
-        ptrs = b.inttoptr(addrs.value, ll.VectorType(elem_p, d.lanes))
         if value is None:
             same = _all(b, d.eq(addrs, d.splat(first, 64)).value, d.lanes)
-            any_lane = _any(b, mask.value, d.lanes)
             uniform_bb = fn.append_basic_block("uniform")
             gather_bb = fn.append_basic_block("gather")
-            b.cbranch(b.and_(same, any_lane), uniform_bb, gather_bb)
+            b.cbranch(b.and_(same, _any(b, mask.value, d.lanes)), uniform_bb, gather_bb)
             b.position_at_end(uniform_bb)
-            scalar = b.load(b.inttoptr(first, elem_p), align=nbytes)
+            scalar = b.load(b.inttoptr(first, ll.IntType(width).as_pointer()), align=nbytes)
             results.append((d.splat(scalar, width).value, b.block))
             b.branch(done_bb)
             b.position_at_end(gather_bb)
-            name = f"llvm.masked.gather.{d.suffix(width)}.v{d.lanes}p0i{width}"
-            results.append((d.call(name, [ptrs, align, mask.value, zero], vt), b.block))
-        else:
-            name = f"llvm.masked.scatter.{d.suffix(width)}.v{d.lanes}p0i{width}"
-            d.call(name, [value.value, ptrs, align, mask.value], ll.VoidType())
+        results.append((self._scattered(addrs.value, nbytes, mask, value).value, b.block))
         b.branch(done_bb)
 
         b.position_at_end(done_bb)
         if value is not None:
             return value
-        phi = b.phi(vt)
+        phi = b.phi(d.vtype(width))
         for v, block in results:
             phi.add_incoming(v, block)
         return Vec(phi, width)
 
-    def _segmented(
-        self, addrs: Vec, nbytes: int, mask: Vec, value: Vec | None, done_bb: ll.Block
-    ) -> list[tuple[ll.Value, ll.Block]]:
-        """When every work group of the pack accesses consecutive addresses (each from
-        its own base, as a batched kernel's items do), one vector access per group,
-        and on to ``done_bb``; the builder is left where the other cases continue."""
+    def _scattered(self, addrs: ll.Value, nbytes: int, mask: Vec, value: Vec | None) -> Vec:
+        """A masked gather (``value`` None) or scatter at the lanes' 64-bit addresses."""
         d, b = self.dom, self.b
-        size, pack, lanes = d.wg_size, d.wg_pack, d.lanes
         width = nbytes * 8
-        starts = ll.Constant(ll.VectorType(ll.IntType(32), lanes), [i // size * size for i in range(lanes)])
-        first = Vec(b.shuffle_vector(addrs.value, ll.Constant(addrs.value.type, ll.Undefined), starts), 64)
-        offsets = d._const_lanes([i % size * nbytes for i in range(lanes)], 64)
-        segmented = _all(b, d.eq(addrs, d.add(first, offsets)).value, lanes)
-        fn = b.function
-        seg_bb = fn.append_basic_block("segmented")
-        rest_bb = fn.append_basic_block("scattered.rest")
-        b.cbranch(segmented, seg_bb, rest_bb)
+        vt = d.vtype(width)
+        ptrs = b.inttoptr(addrs, ll.VectorType(ll.IntType(width).as_pointer(), d.lanes))
+        align = ll.Constant(ll.IntType(32), nbytes)
+        if value is None:
+            name = f"llvm.masked.gather.{d.suffix(width)}.v{d.lanes}p0i{width}"
+            return Vec(d.call(name, [ptrs, align, mask.value, ll.Constant(vt, None)], vt), width)
+        name = f"llvm.masked.scatter.{d.suffix(width)}.v{d.lanes}p0i{width}"
+        d.call(name, [value.value, ptrs, align, mask.value], ll.VoidType())
+        return value
 
-        b.position_at_end(seg_bb)
+    def _static_access(self, form: Affine, nbytes: int, mask: Vec, value: Vec | None) -> Vec:
+        """`_access` where lane ``i``'s address is ``first + rel[i]`` with ``rel`` known:
+        the form the run-time tests would pick, chosen now."""
+        d, b = self.dom, self.b
+        first = d.base_plus(form, form.offsets[0], 64)
+        rel = [_signed64(o - form.offsets[0]) for o in form.offsets]
+        lanes, size = d.lanes, d.wg_size
+        if all(r == i * nbytes for i, r in enumerate(rel)):
+            return self._vector_access(first, nbytes, mask, value)
+        starts = [rel[i - i % size] for i in range(lanes)]
+        if d.wg_pack > 1 and all(r == starts[i] + i % size * nbytes for i, r in enumerate(rel)):
+            parts = [d.base_plus(form, form.offsets[g * size], 64) for g in range(d.wg_pack)]
+            return self._group_access(parts, nbytes, mask, value)
+        if value is None and all(r == 0 for r in rel):
+            return self._uniform_load(first, nbytes, mask)
+        offsets = ll.Constant(d.vtype(64), [r % (1 << 64) for r in rel])
+        return self._scattered(b.add(d.splat(first, 64).value, offsets), nbytes, mask, value)
+
+    def _vector_access(self, first: ll.Value, nbytes: int, mask: Vec, value: Vec | None) -> Vec:
+        """One masked vector load or store of consecutive elements from address ``first``."""
+        d, b = self.dom, self.b
+        width = nbytes * 8
+        vt = d.vtype(width)
+        vptr = b.inttoptr(first, vt.as_pointer())
+        align = ll.Constant(ll.IntType(32), nbytes)
+        suffix = d.suffix(width)
+        if value is None:
+            name = f"llvm.masked.load.{suffix}.p0{suffix}"
+            return Vec(d.call(name, [vptr, align, mask.value, ll.Constant(vt, None)], vt), width)
+        d.call(
+            f"llvm.masked.store.{suffix}.p0{suffix}", [value.value, vptr, align, mask.value], ll.VoidType()
+        )
+        return value
+
+    def _group_access(self, starts: list[ll.Value], nbytes: int, mask: Vec, value: Vec | None) -> Vec:
+        """One vector access per work group, group ``g``'s lanes consecutive from ``starts[g]``."""
+        d, b = self.dom, self.b
+        size, lanes = d.wg_size, d.lanes
+        width = nbytes * 8
         part_t = ll.VectorType(ll.IntType(width), size)
         suffix = f"v{size}i{width}"
         align = ll.Constant(ll.IntType(32), nbytes)
         result: ll.Value = ll.Constant(d.vtype(width), None)
-        for g in range(pack):
+        for g, start in enumerate(starts):
             lanes_g = _lane_range(g * size, size)
-            ptr = b.inttoptr(
-                b.extract_element(addrs.value, ll.Constant(ll.IntType(32), g * size)), part_t.as_pointer()
-            )
+            ptr = b.inttoptr(start, part_t.as_pointer())
             mask_g = b.shuffle_vector(mask.value, ll.Constant(mask.value.type, ll.Undefined), lanes_g)
             if value is None:
                 part = d.call(
@@ -330,7 +560,49 @@ class LiftMachine:
             else:
                 part = b.shuffle_vector(value.value, ll.Constant(value.value.type, ll.Undefined), lanes_g)
                 d.call(f"llvm.masked.store.{suffix}.p0{suffix}", [part, ptr, align, mask_g], ll.VoidType())
-        done = [(result, b.block)] if value is None else []
+        return value if value is not None else Vec(result, width)
+
+    def _uniform_load(self, address: ll.Value, nbytes: int, mask: Vec) -> Vec:
+        """Every lane reads the same address: one scalar load, broadcast, when a lane runs."""
+        d, b = self.dom, self.b
+        width = nbytes * 8
+        ptr = b.inttoptr(address, ll.IntType(width).as_pointer())
+        if mask.known is not None and all(mask.known):
+            return d.splat(b.load(ptr, align=nbytes), width)
+        if mask.known is not None and not any(mask.known):
+            return d.const(0, width)
+        before = b.block
+        with b.if_then(_any(b, mask.value, d.lanes)):
+            loaded = d.splat(b.load(ptr, align=nbytes), width).value
+            inside = b.block
+        phi = b.phi(d.vtype(width))
+        phi.add_incoming(ll.Constant(d.vtype(width), None), before)
+        phi.add_incoming(loaded, inside)
+        return Vec(phi, width)
+
+    def _segmented(
+        self, addrs: Vec, nbytes: int, mask: Vec, value: Vec | None, done_bb: ll.Block
+    ) -> list[tuple[ll.Value, ll.Block]]:
+        """When every work group of the pack accesses consecutive addresses (each from
+        its own base, as a batched kernel's items do), one vector access per group,
+        and on to ``done_bb``; the builder is left where the other cases continue."""
+        d, b = self.dom, self.b
+        size, lanes = d.wg_size, d.lanes
+        starts = ll.Constant(ll.VectorType(ll.IntType(32), lanes), [i // size * size for i in range(lanes)])
+        first = Vec(b.shuffle_vector(addrs.value, ll.Constant(addrs.value.type, ll.Undefined), starts), 64)
+        offsets = d._const_lanes([i % size * nbytes for i in range(lanes)], 64)
+        segmented = _all(b, d.eq(addrs, d.add(first, offsets)).value, lanes)
+        fn = b.function
+        seg_bb = fn.append_basic_block("segmented")
+        rest_bb = fn.append_basic_block("scattered.rest")
+        b.cbranch(segmented, seg_bb, rest_bb)
+
+        b.position_at_end(seg_bb)
+        group_starts = [
+            b.extract_element(addrs.value, ll.Constant(ll.IntType(32), g * size)) for g in range(d.wg_pack)
+        ]
+        result = self._group_access(group_starts, nbytes, mask, value)
+        done = [(result.value, b.block)] if value is None else []
         b.branch(done_bb)
         b.position_at_end(rest_bb)
         return done
@@ -449,6 +721,69 @@ class LiftMachine:
 
     def unknown(self, inst: ir.Instruction, reason: str) -> None:
         raise self.refuse(reason, inst)
+
+
+def _split_order(factor: int, lanes: int) -> list[int]:
+    """Which column (``k``) each vector `_deinterleave` returns holds, in its order."""
+    seqs = [list(range(c * lanes, (c + 1) * lanes)) for c in range(factor)]
+
+    def split(vecs: list[list[int]]) -> list[list[int]]:
+        if len(vecs) == 1:
+            return vecs
+        pairs = [vecs[m] + vecs[m + 1] for m in range(0, len(vecs), 2)]
+        return split([p[0::2] for p in pairs]) + split([p[1::2] for p in pairs])
+
+    out = split(seqs)
+    ks = [v[0] % factor for v in out]
+    assert all(v == [i * factor + k for i in range(lanes)] for v, k in zip(out, ks, strict=True))
+    return ks
+
+
+def _deinterleave(b: ll.IRBuilder, chunks: list[ll.Value], lanes: int) -> list[ll.Value]:
+    """Column ``k`` of the ``factor`` chunks read as one sequence ``S`` (lane ``i`` gets
+    ``S[i * factor + k]``), for ``factor`` a power of two: ``log2(factor)`` rounds of
+    two-operand shuffles splitting even from odd elements (``factor * log2(factor)``)."""
+    even = _lane_list(list(range(0, 2 * lanes, 2)))
+    odd = _lane_list(list(range(1, 2 * lanes, 2)))
+
+    def split(vecs: list[ll.Value]) -> list[ll.Value]:
+        if len(vecs) == 1:
+            return vecs
+        pairs = [(vecs[m], vecs[m + 1]) for m in range(0, len(vecs), 2)]
+        return split([b.shuffle_vector(x, y, even) for x, y in pairs]) + split(
+            [b.shuffle_vector(x, y, odd) for x, y in pairs]
+        )
+
+    out = split(chunks)
+    columns: list[ll.Value] = [None] * len(chunks)  # type: ignore[list-item]
+    for vec, k in zip(out, _split_order(len(chunks), lanes), strict=True):
+        columns[k] = vec
+    return columns
+
+
+def _interleave(b: ll.IRBuilder, columns: list[ll.Value], lanes: int) -> list[ll.Value]:
+    """The inverse of `_deinterleave`: chunks ``c`` of the sequence whose element
+    ``i * factor + k`` is lane ``i`` of ``columns[k]``."""
+    order = _split_order(len(columns), lanes)
+    low = _lane_list([j // 2 + (j % 2) * lanes for j in range(lanes)])
+    high = _lane_list([(lanes + j) // 2 + ((lanes + j) % 2) * lanes for j in range(lanes)])
+
+    def join(parts: list[ll.Value]) -> list[ll.Value]:
+        if len(parts) == 1:
+            return parts
+        half = len(parts) // 2
+        out = []
+        for e, o in zip(join(parts[:half]), join(parts[half:]), strict=True):
+            out += [b.shuffle_vector(e, o, low), b.shuffle_vector(e, o, high)]
+        return out
+
+    return join([columns[k] for k in order])
+
+
+def _signed64(x: int) -> int:
+    """``x`` mod 2**64 as a signed 64-bit integer."""
+    x %= 1 << 64
+    return x - (1 << 64) if x >= 1 << 63 else x
 
 
 def _key(reg: ir.Register) -> str:
