@@ -516,6 +516,23 @@ def test_unwritable_cache_works_through_python(shadow: Shadow, mini: Path, tmp_p
         assert out.read_text() == MINI_PTX
 
 
+@pytest.mark.parametrize("says", ["", "?\n", "1:2:3:4:5\n"])
+def test_a_stat_that_says_something_else_goes_to_python(
+    shadow: Shadow, mini: Path, tmp_path: Path, says: str
+) -> None:
+    """Without the stat lines the key would not cover the package: no hit then."""
+    out = tmp_path / "out.cubin"
+    warm(shadow, "-arch", "sm_90", mini, "-o", out)
+    bin_dir = tmp_path / "odd-bin"
+    bin_dir.mkdir()
+    (bin_dir / "stat").write_text(f"#!/bin/sh\nprintf '{says}'\n")
+    (bin_dir / "stat").chmod(0o755)
+    path = f"{bin_dir}{os.pathsep}{shadow.env['PATH']}"
+    for _ in range(2):
+        call = shadow.run("-arch", "sm_90", mini, "-o", out, PATH=path)
+        assert call.rc == 0 and not call.fast
+
+
 def test_relative_or_missing_cache_folder_goes_to_python(shadow: Shadow, mini: Path, tmp_path: Path) -> None:
     out = tmp_path / "out.cubin"
     env = {k: v for k, v in shadow.env.items() if k not in ("PTXASW_CACHE_DIR", "HOME")}

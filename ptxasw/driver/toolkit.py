@@ -128,7 +128,7 @@ sys.exit(wrapper.main())
 #: The shell half of the fast path (`ptxasw.driver.cache` describes the key and
 #: the entries). ``@NAME@`` marks what `ptxas_script` fills in. Every test and
 #: expansion is a shell builtin; the only processes are one `stat` and one
-#: `sha256sum` (behind one pipe), then ptxas replaces the shell.
+#: `sha256sum` (and two subshells), then ptxas replaces the shell.
 _FAST_PATH = r"""
 # The fast path: when an earlier run recorded what this very invocation
 # assembles (a fast entry of ptxasw's cache), exec the real ptxas on it
@@ -186,12 +186,19 @@ ptxasw_fast() {
     *) [ -z "$t" ] || tf=$t/$arch ;;
     esac
     case @KEYED@$c$t$py$PTXASW_REAL_PTXAS in *"$nl"*) return 1 ;; esac
-    s=$( {
-        printf '%s\n' "@PROTOCOL@${nl}real=$PTXASW_REAL_PTXAS${nl}py=$py${nl}cache=$c${nl}tune=$t" \
-            "arch=$arch@ENV@${nl}argv$shape"
-        stat -L -c '%d:%i:%s:%.9Y:%.9Z' -- "$py" "$PTXASW_REAL_PTXAS" @FILES@ \
-            ${tf:+"$tf" "$tf"/*.json} 2>/dev/null
-    } | sha256sum - "$f" 2>/dev/null) || return 1
+    # One line per file that exists, all in this form: no stat, or another stat
+    # that prints something else, returns (a key must never leave them out).
+    s=$(stat -L -c '%d:%i:%s:%.9Y:%.9Z' -- "$py" "$PTXASW_REAL_PTXAS" @FILES@ \
+        ${tf:+"$tf" "$tf"/*.json} 2>/dev/null)
+    case $s in '' | *[!0-9:.$nl]*) return 1 ;; esac
+    case ${s%%"$nl"*} in *:*:*:*.?????????:*.?????????) ;; *) return 1 ;; esac
+    k=0
+    IFS=$nl
+    for a in $s; do k=$((k + 1)); done
+    unset IFS
+    [ "$k" -ge @LINES@ ] || return 1
+    s=$(printf '%s\n' "@PROTOCOL@${nl}real=$PTXASW_REAL_PTXAS${nl}py=$py${nl}cache=$c${nl}tune=$t" \
+        "arch=$arch@ENV@${nl}argv$shape" "$s" | sha256sum - "$f" 2>/dev/null) || return 1
     h1=${s%%" "*}
     s=${s#*"$nl"}
     h2=${s%%" "*}
@@ -260,7 +267,8 @@ def fast_path_script(package: Path) -> str:
 
     keyed = "".join(f"${{{v}-}}" for v in cache.FAST_KEYED_ENV)
     env = "".join(f"${{nl}}{v}${{{v}+=}}${{{v}-}}" for v in cache.FAST_KEYED_ENV)
-    files = " ".join(f'"$pkg"/{shlex.quote(f)}' for f in cache.package_files(package))
+    listed = cache.package_files(package)
+    files = " ".join(f'"$pkg"/{shlex.quote(f)}' for f in listed)
     fills = {
         "@SKIP@": "".join(f"${{{v}-}}" for v in cache.FAST_SKIP_ENV),
         "@OFF@": cache.OFF_PATTERNS,
@@ -268,6 +276,7 @@ def fast_path_script(package: Path) -> str:
         "@KEYED@": keyed,
         "@ENV@": env,
         "@FILES@": files,
+        "@LINES@": str(2 + len(listed)),
         "@PROTOCOL@": cache.fast_protocol(package),
         "@MAGIC@": cache.FAST_MAGIC,
     }
