@@ -7,7 +7,8 @@ ways over a set of PTX files and prints per-file times and the ratios. With
 shuffle synthesis on (the default pipeline), the goals are at most 2x plain
 ptxas with a cold result cache and at most 1.2x with a warm one.
 
-The ways, per file (medians over ``--repeat`` runs):
+The ways, per file (medians over ``--repeat`` rounds in which each way runs once,
+after one priming run of each):
 
 * ``ptxas``: NVIDIA's ptxas alone;
 * ``disabled``: ``python -P -m ptxasw.driver.ptxas`` with ``PTXASW_DISABLE=1``
@@ -118,14 +119,20 @@ def ptx_arch(path: Path) -> str:
     return "sm_90"
 
 
+def run_ms(cmd: list[str], env: dict[str, str]) -> tuple[float, int]:
+    """Wall time of one run of ``cmd`` in ms, and its exit code."""
+    t0 = time.perf_counter()
+    rc = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode
+    return (time.perf_counter() - t0) * 1000, rc
+
+
 def median_ms(cmd: list[str], env: dict[str, str], repeat: int) -> tuple[float, int]:
     """Median wall time of ``cmd`` in ms, and its last exit code."""
     times = []
     rc = 0
     for _ in range(repeat):
-        t0 = time.perf_counter()
-        rc = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode
-        times.append((time.perf_counter() - t0) * 1000)
+        ms, rc = run_ms(cmd, env)
+        times.append(ms)
     return statistics.median(times), rc
 
 
@@ -172,26 +179,35 @@ def measure(
         for f in files:
             arch = ptx_arch(f)
             args = ["-arch", arch, str(f), "-o", str(out)]
-            base, rc = median_ms([str(real), *args], env, repeat)
+            cache = Path(tmp) / f"cache-{f.stem}"
+            ways = {
+                "ptxas": ([str(real), *args], env),
+                "disabled": ([*wrapper, *args], {**env, "PTXASW_DISABLE": "1"}),
+                "cold": ([*wrapper, *args], {**env, "PTXASW_LOG": str(log), "PTXASW_CACHE_DIR": "off"}),
+                "warm_py": ([*wrapper, *args], {**env, "PTXASW_CACHE_DIR": str(cache)}),
+                "warm": ([str(script), *args], {**senv, "PTXASW_CACHE_DIR": str(cache)}),
+            }
+            _, rc = run_ms(*ways["ptxas"])
             if rc != 0:
                 print(f"wrapper_overhead: skipping {f}: ptxas exit {rc}", file=sys.stderr)
                 continue
-            floor, _ = median_ms([*wrapper, *args], {**env, "PTXASW_DISABLE": "1"}, repeat)
-            wenv = {**env, "PTXASW_LOG": str(log), "PTXASW_CACHE_DIR": "off"}
             log.unlink(missing_ok=True)
-            wrapped, _ = median_ms([*wrapper, *args], wenv, repeat)
+            run_ms(*ways["cold"])
             cold_cubin = out.read_bytes()
-            recs = [json.loads(line) for line in log.read_text().splitlines()]
-            cache = Path(tmp) / f"cache-{f.stem}"
-            cenv = {**env, "PTXASW_CACHE_DIR": str(cache)}
-            median_ms([*wrapper, *args], cenv, 1)  # prime the result cache
-            warm_py, _ = median_ms([*wrapper, *args], cenv, repeat)
-            shadow_env = {**senv, "PTXASW_CACHE_DIR": str(cache)}
-            median_ms([str(script), *args], shadow_env, 1)  # prime the fast entry
+            run_ms(*ways["warm_py"])  # primes the result cache
+            run_ms(*ways["warm"])  # records the fast entry
             hit = any((cache / "fast").glob("*/*")) if (cache / "fast").is_dir() else False
-            out.unlink()
-            warm, _ = median_ms([str(script), *args], shadow_env, repeat)
+            # The ways take turns, so that a change of the machine's load (other jobs)
+            # falls on all of them alike rather than on one way's block of runs.
+            times: dict[str, list[float]] = {way: [] for way in ways}
+            for _ in range(repeat):
+                for way, (cmd, way_env) in ways.items():
+                    if way == "warm":
+                        out.unlink(missing_ok=True)
+                    times[way].append(run_ms(cmd, way_env)[0])
             same = out.is_file() and out.read_bytes() == cold_cubin
+            base, floor, wrapped, warm_py, warm = (statistics.median(times[w]) for w in ways)
+            recs = [json.loads(line) for line in log.read_text().splitlines()]
             pipe = statistics.median(sum(i["seconds"] for i in r["inputs"]) * 1000 for r in recs)
             # parse + passes + print themselves, without interpreter start-up, imports
             # and loading the parser tables ("setup"), which a warm process would not repeat
