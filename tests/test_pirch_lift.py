@@ -536,3 +536,43 @@ def test_rows_read_and_written_as_blocks(pack: int) -> None:
     want = np.stack([rows[:, 1] + 3, rows[:, 2], rows[:, 0], rows[:, 3] ^ rows[:, 0]], axis=1)
     np.testing.assert_array_equal(out[1].reshape(-1, 4).view(np.uint32), want)
     compare(module, "cut", 3, 8, pack, [a])
+
+
+GRID_3D = """
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry where(.param .u64 out)
+.reqntid 8, 1, 1
+{
+    .reg .b32 %r<12>;
+    .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [out];
+    mov.u32 %r1, %ctaid.x;
+    mov.u32 %r2, %ctaid.y;
+    mov.u32 %r3, %ctaid.z;
+    mov.u32 %r4, %nctaid.x;
+    mov.u32 %r5, %nctaid.y;
+    mov.u32 %r6, %tid.x;
+    mad.lo.u32 %r7, %r3, %r5, %r2;
+    mad.lo.u32 %r7, %r7, %r4, %r1;
+    mad.lo.u32 %r8, %r7, 8, %r6;
+    mad.lo.u32 %r9, %r1, 10000, %r6;
+    mad.lo.u32 %r9, %r2, 100, %r9;
+    mad.lo.u32 %r9, %r3, 1000000, %r9;
+    mul.wide.u32 %rd2, %r8, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3], %r9;
+    ret;
+}
+"""
+
+
+@pytest.mark.parametrize(("pack", "threads"), [(1, 3), (2, 2), (2, 5), (3, 4)])
+def test_grid_slices_of_a_3d_grid(pack: int, threads: int) -> None:
+    """Each host thread starts its slice of (x chunk, y, z) anywhere and steps through it."""
+    module = parse_ptx(GRID_3D, "grid.ptx")
+    out = compare(module, "where", (5, 3, 2), 8, pack, [np.zeros(5 * 3 * 2 * 8, np.uint32)], threads=threads)
+    assert out[0] is not None
+    z, y, x, t = np.meshgrid(np.arange(2), np.arange(3), np.arange(5), np.arange(8), indexing="ij")
+    np.testing.assert_array_equal(out[0], (x * 10000 + y * 100 + z * 1000000 + t).reshape(-1))

@@ -478,17 +478,21 @@ class _Lifter:
         entry, head, body, done = (func.append_basic_block(n) for n in ("entry", "head", "body", "done"))
         b = ll.IRBuilder(entry)
         pack = ll.Constant(i64, self.pack)
+        one, zero = ll.Constant(i64, 1), ll.Constant(i64, 0)
+        wide_ny = b.zext(ny, i64)
         chunks_x = b.udiv(b.add(b.zext(nx, i64), ll.Constant(i64, self.pack - 1)), pack)
+        # Chunk coordinates are divided out once, then stepped (x fastest): no division per call.
+        rest = b.udiv(begin, chunks_x)
+        start = (b.urem(begin, chunks_x), b.urem(rest, wide_ny), b.udiv(rest, wide_ny))
         b.branch(head)
         b.position_at_end(head)
         c = b.phi(i64, name="chunk")
-        c.add_incoming(begin, entry)
+        cx, y, z = (b.phi(i64, name=n) for n in ("cx", "cy", "cz"))
+        for phi, value in zip((c, cx, y, z), (begin, *start), strict=True):
+            phi.add_incoming(value, entry)
         b.cbranch(b.icmp_unsigned("<", c, end), body, done)
         b.position_at_end(body)
-        x0 = b.mul(b.urem(c, chunks_x), pack)
-        rest = b.udiv(c, chunks_x)
-        y = b.urem(rest, b.zext(ny, i64))
-        z = b.udiv(rest, b.zext(ny, i64))
+        x0 = b.mul(cx, pack)
         if zero_shared:
             size = b.mul(b.zext(stride, i64), pack)
             memset = self.module.declare_intrinsic("llvm.memset", [_I8P, i64])
@@ -503,7 +507,18 @@ class _Lifter:
                     b.call(whole, args)
                 with otherwise:
                     b.call(kernel, args)
-        c.add_incoming(b.add(c, ll.Constant(i64, 1)), b.block)
+        next_x = b.add(cx, one)
+        wrap_x = b.icmp_unsigned("==", next_x, chunks_x)
+        next_y = b.add(y, b.zext(wrap_x, i64))
+        wrap_y = b.icmp_unsigned("==", next_y, wide_ny)
+        steps = (
+            b.add(c, one),
+            b.select(wrap_x, zero, next_x),
+            b.select(wrap_y, zero, next_y),
+            b.add(z, b.zext(wrap_y, i64)),
+        )
+        for phi, value in zip((c, cx, y, z), steps, strict=True):
+            phi.add_incoming(value, b.block)
         b.branch(head)
         b.position_at_end(done)
         b.ret_void()
