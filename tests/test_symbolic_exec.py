@@ -240,8 +240,12 @@ SKIP:
 """
 
 
-def test_flows_reaching_a_block_in_the_same_state_merge() -> None:
-    """Memoisation (paper, 4.2): after the diamond only dead registers differ."""
+def test_flows_reaching_a_block_in_the_same_state_merge(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Memoisation (paper, 4.2): after the diamond only dead registers differ.
+    (If-converted, the diamond would not fork at all: the test keeps the branch.)"""
+    from ptxasw.emulator.symbolic import executor
+
+    monkeypatch.setattr(executor, "IF_CONVERT", False)
     result = analyze(MERGE, "merge")
     assert result.complete and result.stats.merged == 1
     ends = sorted(f.end for f in result.flows)

@@ -80,6 +80,7 @@ import z3
 
 from ptxasw import ir
 from ptxasw.analysis.cfg import CFG, Loop, build_cfg, is_special_register
+from ptxasw.analysis.ifconvert import Converted, if_convert
 from ptxasw.analysis.inline import DEFAULT_MAX_DEPTH, call_site, inline_calls
 from ptxasw.emulator.semantics.collectives import (
     atomic_supported,
@@ -173,6 +174,10 @@ _OMP_RESULTS = {
     "omp_get_num_teams": (1, (1 << 31) - 1),
     "omp_get_team_num": (0, (1 << 31) - 2),
 }
+
+# If-convert short register-only branch regions before the analysis
+# (`ptxasw.analysis.ifconvert`); off, every such branch forks.
+IF_CONVERT = True
 
 # Z3 resource units per millisecond of solving on the development machine
 # (measured: ~1.2 million units per 200 ms of bit-vector work).
@@ -930,7 +935,12 @@ class SymbolicExecutor:
         inlined = inline_calls(module, fn, CALL_DEPTH)
         self.not_followed = inlined.skipped
         self.origin = inlined.origin
-        self.cfg: CFG = build_cfg(inlined.function)
+        # Short branch regions that only compute registers run guarded on one
+        # flow (`ifconvert`): k of them in a row no longer make 2^k flows.
+        converted = if_convert(inlined.function) if IF_CONVERT else Converted(inlined.function)
+        for copy, source in converted.origin.items():
+            self.origin[copy] = inlined.origin.get(id(source), source)
+        self.cfg: CFG = build_cfg(converted.function)
         self.stats = Stats(
             instructions=len(self.cfg.instructions), blocks=len(self.cfg.blocks), loops=len(self.cfg.loops)
         )

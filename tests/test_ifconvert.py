@@ -1,0 +1,229 @@
+"""If-conversion (`ptxasw.analysis.ifconvert`): which regions are taken, that
+the guarded code computes what the branches did (concrete interpreter on
+random kernels and inputs, original against converted, bit for bit; the
+converted text assembles), and what it saves the symbolic analysis."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+import z3
+
+from ptxasw import ir
+from ptxasw.analysis.ifconvert import MAX_REGION, if_convert
+from ptxasw.emulator.concrete.interpreter import launch
+from ptxasw.emulator.symbolic import executor
+from ptxasw.emulator.symbolic.executor import analyze_kernel
+from ptxasw.ir.printer import print_module
+from ptxasw.parser.frontend import parse_ptx
+
+HEADER = ".version 8.0\n.target sm_80\n.address_size 64\n\n"
+
+KERNEL = """
+.visible .entry k(.param .u64 in, .param .u64 out)
+{{
+    .reg .pred %p<4>;
+    .reg .b32 %r<32>;
+    .reg .b64 %rd<8>;
+    ld.param.u64 %rd1, [in];
+    ld.param.u64 %rd2, [out];
+    mov.u32 %r1, %tid.x;
+    mul.wide.u32 %rd3, %r1, 4;
+    add.s64 %rd4, %rd1, %rd3;
+    add.s64 %rd5, %rd2, %rd3;
+    ld.global.u32 %r2, [%rd4];
+    mov.u32 %r3, 7;
+{body}
+    st.global.u32 [%rd5], %r3;
+    ret;
+}}
+"""
+
+
+def module(body: str) -> ir.Module:
+    return parse_ptx(HEADER + KERNEL.format(body=body), "ifconvert.ptx")
+
+
+def converted_module(mod: ir.Module) -> tuple[ir.Module, int]:
+    """``mod`` with its kernel if-converted, printed and parsed again."""
+    fn = mod.function("k")
+    result = if_convert(fn)
+    items = [result.function if item is fn else item for item in mod.items]
+    text = print_module(dataclasses.replace(mod, items=items))
+    return parse_ptx(text, "converted.ptx"), result.regions
+
+
+def guards(mod: ir.Module) -> list[str]:
+    return [
+        f"{'!' if i.guard.negated else ''}{i.guard.predicate.name} {i.opcode}"
+        for i in mod.function("k").instructions()
+        if i.guard is not None
+    ]
+
+
+TRIANGLE = """
+    setp.lt.u32 %p1, %r2, 100;
+    @%p1 bra $SKIP;
+    add.u32 %r3, %r2, 5;
+    mul.lo.u32 %r3, %r3, 3;
+$SKIP:
+"""
+
+DIAMOND = """
+    setp.lt.u32 %p1, %r2, 100;
+    @!%p1 bra $ELSE;
+    add.u32 %r3, %r2, 5;
+    bra.uni $JOIN;
+$ELSE:
+    sub.u32 %r3, %r2, 5;
+$JOIN:
+"""
+
+
+def test_a_triangle_becomes_guarded_instructions() -> None:
+    mod, regions = converted_module(module(TRIANGLE))
+    assert regions == 1
+    assert guards(mod) == ["!%p1 add", "!%p1 mul"]
+    assert not any(i.opcode == "bra" for i in mod.function("k").instructions())
+
+
+def test_a_diamond_guards_each_side_with_its_condition() -> None:
+    mod, regions = converted_module(module(DIAMOND))
+    assert regions == 1
+    # @!%p1 bra ELSE: the fall-through runs when %p1 holds, ELSE when it does not.
+    assert guards(mod) == ["%p1 add", "!%p1 sub"]
+
+
+@pytest.mark.parametrize(
+    "body, why",
+    [
+        (TRIANGLE.replace("mul.lo.u32 %r3, %r3, 3;", "st.global.u32 [%rd5], %r3;"), "a store"),
+        (TRIANGLE.replace("mul.lo.u32 %r3, %r3, 3;", "setp.eq.u32 %p1, %r3, 0;"), "writes the predicate"),
+        (TRIANGLE.replace("mul.lo.u32 %r3, %r3, 3;", "@%p2 mul.lo.u32 %r3, %r3, 3;"), "already guarded"),
+        (TRIANGLE.replace("mul.lo.u32 %r3, %r3, 3;", "shfl.sync.up.b32 %r3, %r3, 1, 0, -1;"), "a collective"),
+        (TRIANGLE.replace("mul.lo.u32 %r3, %r3, 3;", "add.cc.u32 %r3, %r3, 3;"), "the carry flag"),
+        (
+            TRIANGLE.replace("mul.lo.u32 %r3, %r3, 3;", "\n".join(["add.u32 %r3, %r3, 1;"] * MAX_REGION)),
+            "too long",
+        ),
+        (DIAMOND.replace("$JOIN:", "$JOIN:\n    @%p1 bra $ELSE;"), "the else label has another branch"),
+    ],
+)
+def test_regions_that_must_stay_branches(body: str, why: str) -> None:
+    _, regions = converted_module(module(body))
+    assert regions == 0, why
+
+
+_OPS = [
+    "add.u32 {d}, {a}, {b};",
+    "sub.u32 {d}, {a}, {b};",
+    "mul.lo.u32 {d}, {a}, {b};",
+    "xor.b32 {d}, {a}, {b};",
+    "shl.b32 {d}, {a}, 3;",
+    "min.s32 {d}, {a}, {b};",
+    "selp.b32 {d}, {a}, {b}, %p2;",
+    "mad.lo.u32 {d}, {a}, {b}, 11;",
+]
+
+
+def random_body(rng: random.Random, regions: int) -> str:
+    """Register computations in triangles and diamonds on conditions of the
+    loaded value, nested in sequence; %p2 is set inside some regions."""
+    regs = ["%r2", "%r3"]
+    lines: list[str] = ["    setp.gt.u32 %p2, %r2, 1000;"]
+
+    def op() -> str:
+        d = f"%r{len(regs) + 2}" if len(regs) < 28 and rng.random() < 0.5 else rng.choice(regs[1:])
+        text = rng.choice(_OPS).format(d=d, a=rng.choice(regs), b=rng.choice(regs))
+        if d not in regs:
+            regs.append(d)
+        return f"    {text}"
+
+    for n in range(regions):
+        lines.append(f"    and.b32 %r30, %r2, {1 << rng.randrange(8)};")
+        lines.append("    setp.eq.u32 %p1, %r30, 0;")
+        guard = rng.choice(["@%p1", "@!%p1"])
+        if rng.random() < 0.5:
+            lines.append(f"    {guard} bra $T{n};")
+            lines += [op() for _ in range(rng.randint(1, 4))]
+            if rng.random() < 0.3:
+                lines.append(f"    setp.lt.u32 %p2, {rng.choice(regs)}, 77;")
+            lines.append(f"$T{n}:")
+        else:
+            lines.append(f"    {guard} bra $E{n};")
+            lines += [op() for _ in range(rng.randint(1, 3))]
+            lines.append(f"    bra.uni $J{n};")
+            lines.append(f"$E{n}:")
+            lines += [op() for _ in range(rng.randint(1, 3))]
+            lines.append(f"$J{n}:")
+        lines.append(f"    add.u32 %r3, %r3, {rng.choice(regs)};")
+    return "\n".join(lines)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_converted_kernels_compute_the_same_bits(seed: int) -> None:
+    rng = random.Random(seed)
+    original = module(random_body(rng, rng.randint(2, 6)))
+    converted, regions = converted_module(original)
+    assert regions >= 2
+    data = np.random.default_rng(seed).integers(0, 2**32, 77, dtype=np.uint64).astype(np.uint32)
+    data[::5] = np.arange(0, 2000, 130, dtype=np.uint32)[: len(data[::5])]
+    outs = []
+    for mod in (original, converted):
+        out = np.zeros_like(data)
+        launch(mod, "k", (1,), (77,), [data.copy(), out])
+        outs.append(out)
+    assert np.array_equal(outs[0], outs[1])
+
+
+@pytest.mark.skipif(shutil.which("ptxas") is None, reason="needs NVIDIA's ptxas")
+def test_converted_text_assembles(tmp_path: Path) -> None:
+    converted, _ = converted_module(module(random_body(random.Random(3), 5)))
+    path = tmp_path / "k.ptx"
+    path.write_text(print_module(converted))
+    run = subprocess.run(
+        ["ptxas", "-arch=sm_80", str(path), "-o", str(tmp_path / "k.cubin")], capture_output=True
+    )
+    assert run.returncode == 0, run.stderr.decode()
+
+
+SEQUENCE = "\n".join(
+    f"""
+    and.b32 %r30, %r2, {1 << n};
+    setp.eq.u32 %p1, %r30, 0;
+    @%p1 bra $S{n};
+    add.u32 %r3, %r3, {n + 1};
+$S{n}:"""
+    for n in range(6)
+)
+
+
+def test_the_analysis_runs_a_branch_sequence_on_one_flow(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Six independent register-only branches: dozens of flows as branches
+    (64 paths, some merged where the sums meet), one guarded flow; the
+    stored value is the same function of the input on every path."""
+    mod = module(SEQUENCE)
+    monkeypatch.setattr(executor, "IF_CONVERT", False)
+    forked = analyze_kernel(mod, "k")
+    monkeypatch.setattr(executor, "IF_CONVERT", True)
+    guarded = analyze_kernel(mod, "k")
+    assert len(forked.flows) > 32 and len(guarded.flows) == 1
+    (store,) = guarded.flows[0].stores
+    assert store.value is not None
+    for flow in forked.flows:
+        if flow.end != "ret":
+            continue  # merged into a flow in the same state
+        (other,) = flow.stores
+        assert other.value is not None
+        solver = z3.Solver()
+        solver.add(*flow.condition, *forked.assumptions, store.value != other.value)
+        assert solver.check() == z3.unsat
+    # The trace names the module's instructions, not the guarded copies.
+    module_insts = {id(i) for i in mod.function("k").instructions()}
+    assert all(id(a.inst) in module_insts for a in guarded.flows[0].trace)
