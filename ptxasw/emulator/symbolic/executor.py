@@ -28,7 +28,11 @@ semantics run on.
 - **Paths**: a branch whose condition the solver cannot decide under the
   path condition forks the flow; each side records its assumption and sees
   the guard predicate as a constant afterwards (paper, 4.2). Infeasible sides
-  are pruned. ``ret``/``exit``/``trap`` end a flow.
+  are pruned. ``ret``/``exit``/``trap`` end a flow. Short branch regions that
+  only compute registers are if-converted first (`ptxasw.analysis.ifconvert`):
+  they run guarded on one flow, their values meeting as ``If(p, a, b)``.
+- **Runtime calls** of known effect give each result a fresh value (OpenMP
+  queries within their ranges; one team count per kernel).
 - **Calls** to functions of the module are inlined before the analysis
   (`ptxasw.analysis.inline`: fresh registers per call site, ``.param``
   arguments bound to the caller's slots, depth 4, GCC's libgomp entry points
