@@ -135,11 +135,15 @@ class LLVMDomain:
         # function being lifted, once per distinct operation.
         self.entry: ir.IRBuilder | None = None
         self._hoisted: dict[tuple[object, ...], ir.Value] = {}
+        # The lanes that run the current instruction when not all do (the lifter's
+        # execution mask): results of the other lanes are never written.
+        self.active: Vec | None = None
 
     def begin_function(self, entry: ir.IRBuilder) -> None:
         """Lift into a new function: ``entry`` inserts before its entry block's terminator."""
         self.entry = entry
         self._hoisted = {}
+        self.active = None
 
     # ---- types and constants ------------------------------------------------------------
     @property
@@ -836,11 +840,17 @@ class _FloatEmitter:
 
         Which NaN comes out is a dozen vector operations per ``.f64`` operation,
         and NaNs are rare: the rule runs in a cold block, entered only when a
-        lane's result is NaN (then ``exact()`` gives every lane's bits)."""
+        lane's result is NaN (then ``exact()`` gives every lane's bits). Only the
+        lanes that run are tested (`LLVMDomain.active`): the others' results are
+        never written, and with a known execution mask LLVM then drops the parts
+        of the operation that only they would use."""
         d, b = self.d, self.b
         fast = d.from_float(result, 64)
         lanes = ir.IntType(d.lanes)
-        some = b.icmp_unsigned("!=", b.bitcast(self.isnan(result), lanes), ir.Constant(lanes, 0))
+        nan = self.isnan(result)
+        if d.active is not None:
+            nan = b.and_(nan, d.active.value)
+        some = b.icmp_unsigned("!=", b.bitcast(nan, lanes), ir.Constant(lanes, 0))
         before = b.block
         with b.if_then(some, likely=False):
             slow = exact()

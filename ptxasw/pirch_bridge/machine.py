@@ -232,6 +232,7 @@ class LiftMachine:
     def exec(self, lanes: Vec) -> None:
         assert not self.deferred, "a grouped store's last member did not run"
         self._exec = lanes
+        self.dom.active = None if lanes.known is not None and all(lanes.known) else lanes
         self.recent = {}  # a new block, or other lanes: earlier writes may not be theirs
         self.grouped = {}
 
