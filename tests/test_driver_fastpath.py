@@ -654,3 +654,43 @@ def test_same_debug_cubin_as_python(tmp_path: Path, package: Path, jacobi: Path)
     second = sh.run("-arch", "sm_90", "-g", jacobi, "-o", out)
     assert first.rc == second.rc == 0 and out.read_bytes() == reference
     assert not first.fast and second.fast  # the model leaves jacobi as it is: -g is served
+
+
+def _cuda() -> Path | None:
+    from ptxasw.driver.toolkit import ToolkitError, find_cuda_toolkit
+
+    try:
+        return find_cuda_toolkit(None)
+    except ToolkitError:
+        return None
+
+
+@pytest.mark.skipif(_cuda() is None, reason="CUDA toolkit (nvcc, ptxas) not installed")
+def test_nvcc_rebuild_through_a_shadow_toolkit_skips_python(tmp_path: Path, package: Path) -> None:
+    """nvcc's temporary names change every build; the second build still hits, same cubin."""
+    from ptxasw.driver.toolkit import create_shadow_toolkit
+
+    cuda = _cuda()
+    assert cuda is not None
+    sh = make_shadow(tmp_path, package)  # for its environment and Python-start counter
+    toolkit = create_shadow_toolkit(tmp_path / "cuda-shadow", cuda)
+    (toolkit / "bin" / "ptxas").write_text(ptxas_script((cuda / "bin" / "ptxas").resolve(), package=package))
+    env = {**sh.env, "PTXASW_PROFIT": "always"}
+    source = REPO / "examples" / "jacobi.cu"
+    cubins = []
+    for name in ("first", "second", "plain"):
+        out = tmp_path / f"{name}.cubin"
+        before = sh.starts.read_text().count("\n") if sh.starts.exists() else 0
+        proc = subprocess.run(
+            [str(toolkit / "bin" / "nvcc"), "-arch=sm_90", "-cubin", str(source), "-o", str(out)],
+            env={**env, "PTXASW_DISABLE": "1"} if name == "plain" else env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            cwd=tmp_path,
+        )
+        assert proc.returncode == 0, proc.stderr
+        started = (sh.starts.read_text().count("\n") if sh.starts.exists() else 0) - before
+        assert (started == 0) == (name == "second"), name
+        cubins.append(out.read_bytes())
+    assert cubins[0] == cubins[1] != cubins[2]  # the rewrite, assembled both times
