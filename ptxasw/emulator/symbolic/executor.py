@@ -849,7 +849,13 @@ class _Solver:
             if not self.fast and self._under_approximations(real, pc, extra, pairs, keep_models):
                 return True
             self.stats.solver_calls += 1
-        result, model = real.check(pc, extra, self._timeout(), self.rlimit)
+        # A non-linear query that the cheaper forms left open gets half the
+        # effort: with the under- and over-approximations before it, the whole
+        # question still costs about one `rlimit`, and what is still open here
+        # (a division by a team size, a product of two unknowns) mostly ends
+        # undecided at any effort; undecided is sound (both sides, may alias).
+        effort = self.rlimit // 2 if pairs else self.rlimit
+        result, model = real.check(pc, extra, self._timeout(), effort)
         if model is not None:
             self._keep(model, keep_models)
             return True
