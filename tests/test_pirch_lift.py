@@ -576,3 +576,37 @@ def test_grid_slices_of_a_3d_grid(pack: int, threads: int) -> None:
     assert out[0] is not None
     z, y, x, t = np.meshgrid(np.arange(2), np.arange(3), np.arange(5), np.arange(8), indexing="ij")
     np.testing.assert_array_equal(out[0], (x * 10000 + y * 100 + z * 1000000 + t).reshape(-1))
+
+
+@pytest.mark.parametrize("pack", [1, 2])
+def test_blocks_reordered_chain_by_chain(monkeypatch: pytest.MonkeyPatch, pack: int) -> None:
+    """Every block reordered (`schedule`), whatever its register pressure: the stores
+    and loads through one row in ``cut``, the shared-memory exchange in ``gshared`` and
+    the special registers keep their meaning."""
+    from ptxasw.pirch_bridge import lift as lift_module
+
+    monkeypatch.setattr(lift_module, "_VECTOR_BITS", 0)
+    rng = np.random.default_rng(9)
+    a = ints(rng, 3 * 8 * 4)
+    rows = parse_ptx(ROWS, "rows.ptx")
+    compare(rows, "rows", 3, 8, pack, [a, np.zeros(3 * 8 * 4, np.int32)])
+    compare(rows, "cut", 3, 8, pack, [a])
+    compare(parse_ptx(GENERIC_SHARED, "gshared.ptx"), "gshared", 3, 8, pack, [np.zeros(24, np.uint32)])
+    compare(parse_ptx(GRID_3D, "grid.ptx"), "where", (5, 3, 2), 8, pack, [np.zeros(240, np.uint32)])
+
+
+def test_schedule_keeps_memory_order() -> None:
+    """Every block reordered: a store keeps its place among the accesses around it."""
+    from ptxasw.pirch_bridge.schedule import schedule
+
+    module = parse_ptx(ROWS, "rows.ptx")
+    fn = next(k for k in module.kernels if k.name == "cut")
+    body = list(fn.instructions())
+    order = schedule(body, lambda name: 512, 0, 1)
+    assert sorted(map(id, order)) == sorted(map(id, body)) and order[-1] is body[-1]
+    position = {id(inst): k for k, inst in enumerate(order)}
+    memory = [i for i in body if i.opcode in ("ld", "st")]
+    for k, x in enumerate(memory):
+        for y in memory[k + 1 :]:
+            if "st" in (x.opcode, y.opcode):  # only two loads may trade places
+                assert position[id(x)] < position[id(y)]

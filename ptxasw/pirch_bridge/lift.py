@@ -53,6 +53,7 @@ from ptxasw.errors import PtxError, UnsupportedError, UnsupportedInstruction
 from ptxasw.ir import isa
 from ptxasw.pirch_bridge.domain import Affine, LLVMDomain, Vec
 from ptxasw.pirch_bridge.machine import FRAME_BASE, LiftMachine, RegisterFile, Specials, plan_access_groups
+from ptxasw.pirch_bridge.schedule import schedule
 
 __all__ = ["LiftedKernel", "block_shape", "choose_kernel", "lift_kernel"]
 
@@ -70,6 +71,9 @@ _ARGS = (
     "nctaid_z",
 )
 _CONTROL = frozenset({"bra", "brx.idx", "call", "ret", "exit", "trap"})
+# What a block may keep live before it is reordered (`schedule`): 48 registers of 512 bits,
+# more than the host's 32 as every 64-bit register counts (most are addresses, kept scalar).
+_VECTOR_BITS = 48 * 512
 TRAP_FLAG = "ptxasw.trap"
 """The lifted module's variable that says which ``trap`` ran (0: none)."""
 
@@ -210,6 +214,22 @@ class _Lifter:
                     self.reg_ranges.append((n.name, n.count, decl.type))
         return self.reg_exact
 
+    def _schedules(self) -> dict[int, list[ir.Instruction]]:
+        """Each block's instructions in the order they are lifted (`schedule`): where
+        its registers would not fit the host's 32 vector registers of 512 bits, chain
+        by chain, enough chains at once to keep 8 of them busy."""
+        lanes = self.block_lanes * self.pack
+
+        def bits(name: str) -> int:
+            typ = self.register_type(name)
+            return 0 if typ is None or typ == ".pred" else (isa.type_bits(typ) or 0) * lanes
+
+        types = {*self.reg_exact.values(), *(t for _, _, t in self.reg_ranges)}
+        data = (64 if ".f64" in types else 32) * lanes  # a row's bits, as `runtime.default_pack` reckons
+        chains = max(2, 8 * 512 // max(data, 512))
+        blocks = enumerate(self.cfg.blocks)
+        return {blk: schedule(bb.instructions, bits, _VECTOR_BITS, chains) for blk, bb in blocks}
+
     def register_type(self, name: str) -> str | None:
         hit = self.reg_exact.get(name)
         if hit is not None:
@@ -307,6 +327,7 @@ class _Lifter:
     # ---- the function ------------------------------------------------------------------------
     def run(self) -> LiftedKernel:
         self._register_types()
+        self.scheduled = self._schedules()
         symbols, layout, param_size, shared_size, dynamic = self._layout()
         self.symbols = symbols
         self.host_symbols = self._module_variables()
@@ -424,7 +445,7 @@ class _Lifter:
             self.machine.frame, self.machine.frame_size = frame, self.frame_size
         self.sem = Semantics(self.machine)
         self.machine.single_defs = self._single_definitions()
-        self.machine.groups = plan_access_groups([bb.instructions for bb in self.cfg.blocks])
+        self.machine.groups = plan_access_groups(list(self.scheduled.values()))
         self.machine.dominates = self._dominates
 
         b.position_at_end(self.dispatch)
@@ -631,7 +652,7 @@ class _Lifter:
             self.machine.exec = Vec(mask, 1)
         bb = self.cfg.blocks[blk]
         term = bb.terminator
-        for inst in bb.instructions:
+        for inst in self.scheduled[blk]:
             if inst is term:
                 break
             if inst.opcode in _CONTROL:
@@ -754,7 +775,7 @@ class _Lifter:
             self.machine.exec = lanes
             xb = cfg.blocks[x]
             term = xb.terminator
-            for inst in xb.instructions:
+            for inst in self.scheduled[x]:
                 if inst is term:
                     break
                 self.machine.inst = inst
