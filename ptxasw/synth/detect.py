@@ -169,6 +169,8 @@ class _Detector:
         self.widths = register_widths(fn)
         self._values: dict[tuple[int, int], tuple[z3.ExprRef, int | None]] = {}
         self._global_memo: dict[int, bool] = {}
+        self._constants = _Constants()
+        self._samples: dict[tuple[str, int, int], z3.BitVecNumRef] = {}
         # Where each module instruction sits in the analysed (inlined) body,
         # and on which flows it ran.
         self.index: dict[int, int] = {}
@@ -310,7 +312,7 @@ class _Detector:
 
     def _points_to_global(self, address: z3.ExprRef) -> bool:
         rooted = False
-        for c in _constants((address,)):
+        for c in self._constants.of(address):
             name = c.decl().name()
             if name.startswith("&"):
                 if self.executor._space_of(name[1:]) not in (".global", ".const"):
@@ -391,15 +393,21 @@ class _Detector:
             return f"delta out of range ({delta:+d})"
         return delta
 
+    def _sample_value(self, c: z3.ExprRef, k: int) -> z3.BitVecNumRef:
+        """`_sample` of the constant ``c`` at point ``k``, as a Z3 value (memoised)."""
+        key = (c.decl().name(), c.size(), k)
+        value = self._samples.get(key)
+        if value is None:
+            value = self._samples[key] = z3.BitVecVal(_sample(key[0], key[1], k), key[1])
+        return value
+
     def _value_at(self, term: z3.ExprRef, k: int) -> int | None:
         """``term`` evaluated at point ``k`` (memoised per term and point)."""
         key = (term.get_id(), k)
         hit = self._values.get(key)
         if hit is not None:
             return hit[1]
-        point = [
-            (c, z3.BitVecVal(_sample(c.decl().name(), c.size(), k), c.size())) for c in _constants((term,))
-        ]
+        point = [(c, self._sample_value(c, k)) for c in self._constants.of(term)]
         value = z3.simplify(z3.substitute(term, *point)) if point else z3.simplify(term)
         result = value.as_long() if z3.is_bv_value(value) else None
         self._values[key] = (term, result)
@@ -447,19 +455,45 @@ def _signed_bits(value: int, width: int) -> int:
     return value - (1 << width) if value >> (width - 1) else value
 
 
-def _constants(terms: tuple[z3.ExprRef, ...]) -> list[z3.ExprRef]:
-    """The uninterpreted constants of ``terms``, in a fixed order."""
-    found: dict[str, z3.ExprRef] = {}
-    stack, seen = list(terms), set()
-    while stack:
-        node = stack.pop()
-        if node.get_id() in seen:
-            continue
-        seen.add(node.get_id())
-        if z3.is_const(node) and node.decl().kind() == z3.Z3_OP_UNINTERPRETED:
-            found[str(node)] = node
-        stack.extend(node.children())
-    return [found[k] for k in sorted(found)]
+class _Constants:
+    """The uninterpreted constants of terms, memoised per subterm.
+
+    The addresses of a kernel's loads share most of their subterms, and
+    every candidate pair evaluates both at sample points: one walk per
+    distinct subterm instead of one per address. Terms are kept alive beside
+    their answers so that their ids are not reused."""
+
+    def __init__(self) -> None:
+        self._memo: dict[int, tuple[z3.ExprRef, dict[str, z3.ExprRef]]] = {}
+
+    def of(self, term: z3.ExprRef) -> list[z3.ExprRef]:
+        """The constants of ``term``, in a fixed order (by name)."""
+        found = self._found(term)
+        return [found[k] for k in sorted(found)]
+
+    def _found(self, term: z3.ExprRef) -> dict[str, z3.ExprRef]:
+        hit = self._memo.get(term.get_id())
+        if hit is not None:
+            return hit[1]
+        # Post-order without recursion: kernels' terms can be thousands deep.
+        stack: list[tuple[z3.ExprRef, bool]] = [(term, False)]
+        while stack:
+            node, done = stack.pop()
+            key = node.get_id()
+            if key in self._memo:
+                continue
+            children = node.children()
+            if not done and children:
+                stack.append((node, True))
+                stack.extend((c, False) for c in children if c.get_id() not in self._memo)
+                continue
+            found: dict[str, z3.ExprRef] = {}
+            if z3.is_const(node) and node.decl().kind() == z3.Z3_OP_UNINTERPRETED:
+                found[str(node)] = node
+            for c in children:
+                found.update(self._memo[c.get_id()][1])
+            self._memo[key] = (node, found)
+        return self._memo[term.get_id()][1]
 
 
 def _last_before(trace: list[Access], inst: ir.Instruction, j: int) -> int | None:
