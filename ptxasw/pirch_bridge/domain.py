@@ -48,6 +48,9 @@ from ptxasw.emulator.semantics.domain import FpOp
 __all__ = ["Affine", "LLVMDomain", "Vec"]
 
 _F32_NAN = 0x7FFF_FFFF
+# .f32 operations whose result is NaN when an operand is and whose NaNs are made
+# canonical: the payload of an operand's NaN cannot show (`_FloatEmitter.run`).
+_CANONICAL_F32 = frozenset({"add", "sub", "mul", "fma", "mad", "div", "rcp", "sqrt", "rsqrt"})
 _F64_DEFAULT_NAN = 0xFFF8_0000_0000_0000
 _F64_QUIET = 0x0008_0000_0000_0000
 _F32_TINY = 2.0**-126
@@ -110,6 +113,8 @@ class Vec:
     width: int
     known: tuple[int, ...] | None = None
     affine: Affine | None = None
+    raw: ir.Value | None = None
+    """An ``.f32`` result as floats before its NaNs were made canonical (`_FloatEmitter.input`)."""
 
 
 class LLVMDomain:
@@ -814,7 +819,8 @@ class _FloatEmitter:
     def canonical32(self, r: ir.Value) -> Vec:
         d = self.d
         bits = d.from_float(r, 32)
-        return d.ite(Vec(self.isnan(r), 1), d.const(_F32_NAN, 32), bits)
+        v = d.ite(Vec(self.isnan(r), 1), d.const(_F32_NAN, 32), bits)
+        return v if v.known is not None else Vec(v.value, 32, raw=r)
 
     def widen(self, x: ir.Value) -> ir.Value:
         return self.b.fpext(x, self.d.ftype(64))
@@ -889,7 +895,11 @@ class _FloatEmitter:
         handler = getattr(self, f"op_{op.op}", None)
         if handler is None or op.rounding not in (None, ".rn"):
             _unsupported(op)
-        xs = [self.input(a, op.type) for a in args]
+        # An operation whose NaN results are made canonical reads its operands' raw
+        # floats: a NaN operand gives a NaN result whatever its payload, so the select
+        # that canonicalised it is left to the register (and dropped when unread).
+        raw = op.type == ".f32" and not op.ftz and op.op in _CANONICAL_F32
+        xs = [a.raw if raw and a.raw is not None else self.input(a, op.type) for a in args]
         return handler(xs)
 
     def op_add(self, xs: list[ir.Value], negate: bool = False) -> Vec:

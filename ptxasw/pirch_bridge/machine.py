@@ -208,6 +208,7 @@ class LiftMachine:
         # in the same block under the same execution mask (``exec`` forgets them).
         self.forms: dict[str, tuple[Affine, ir.Instruction]] = {}
         self.recent: dict[str, Affine] = {}
+        self.recent_raw: dict[str, ll.Value] = {}  # `Vec.raw` of registers written in this block
         # Grouped accesses (`AccessGroup`): the plan, loads already done by the group's
         # first member (id -> value), and stores held back until the group's last.
         self.groups: dict[int, AccessGroup] = {}
@@ -234,6 +235,7 @@ class LiftMachine:
         self._exec = lanes
         self.dom.active = None if lanes.known is not None and all(lanes.known) else lanes
         self.recent = {}  # a new block, or other lanes: earlier writes may not be theirs
+        self.recent_raw = {}
         self.grouped = {}
 
     def refuse(self, reason: str, inst: ir.Instruction | None = None) -> UnsupportedInstruction:
@@ -260,7 +262,7 @@ class LiftMachine:
             single = self.forms.get(key)
             if single is not None and self.inst is not None and self.dominates(single[1], self.inst):
                 form = single[0]
-        value = Vec(self.b.load(slot), stored, None, form)
+        value = Vec(self.b.load(slot), stored, None, form, self.recent_raw.get(key))
         return dm.resize(self.dom, value, width, False)
 
     def write(self, reg: ir.Register, value: Vec) -> None:
@@ -273,6 +275,9 @@ class LiftMachine:
             self.constants[key] = (new, self.inst)
         form = self.dom.lanes_of(new)
         self.recent.pop(key, None)
+        self.recent_raw.pop(key, None)
+        if new.raw is not None:
+            self.recent_raw[key] = new.raw
         if form is not None:
             self.recent[key] = form
             if self.inst is not None and self.single_defs.get(key) is self.inst:
