@@ -34,7 +34,11 @@ that returned early wait for nothing. When all live lanes take the same
 edge (a uniform branch or loop) the block jumps straight to its successor,
 so uniform control flow stays control flow. Instructions run through the
 shared `Semantics` over `LLVMDomain` on a `LiftMachine`; whatever that
-cannot lift exactly is refused with the instruction's location.
+cannot lift exactly is refused with the instruction's location. A block
+whose registers would not fit the host's vector registers runs in
+`schedule`'s order (chain by chain, dependences kept); values that do not
+depend on the lane (parameters, addresses' bases) are computed once, in the
+``uniforms`` block after the entry.
 """
 
 from __future__ import annotations

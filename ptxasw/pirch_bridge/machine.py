@@ -9,10 +9,16 @@ limited to the lanes that execute: register writes select under the
 execution mask the lifter sets per block (`exec`), memory accesses are
 masked by it and by the guard.
 
-Loads and stores take the fastest exact form the addresses allow at run
-time: one masked vector access when the lanes' addresses are consecutive
-(``addr == addr[0] + lane * size``), one scalar access broadcast when they
-are all equal (loads), and a masked gather/scatter otherwise.
+Loads and stores take the fastest exact form the addresses allow: one
+masked vector access when the lanes' addresses are consecutive (``addr ==
+addr[0] + lane * size``), one per work group when each group's are, one
+scalar access broadcast when they are all equal (loads), and a masked
+gather/scatter otherwise. When the lanes' offsets from a uniform base are
+known at lift time (`Affine`: addresses computed from parameters, ``%ctaid``
+and ``%tid``) the form is chosen then; otherwise run-time tests pick it. A row
+a lane reads (writes) through one register at consecutive offsets
+(`AccessGroup`) is one contiguous block: read (written) as whole vectors and
+transposed in registers.
 
 It is strict: what it cannot lift exactly (an unknown instruction, an
 address space or hook it does not model) raises `UnsupportedInstruction`
