@@ -706,6 +706,12 @@ def _icmp(t: _Translator, inst: ll.CompareInstr) -> None:
         return
     if lay.kind != "int":
         raise t.refuse("vector comparison results of this shape")
+    chunks = _mask_chunks_of(t, inst.operands[0])
+    if chunks is not None and pred in ("==", "!=") and _is_zero(inst.operands[1]):
+        # "some lane set" of a lane mask: OR its __mmask chunks (spare lanes are clear),
+        # not the packed word built with shifts through general registers
+        t.define(inst, [f"(uint32_t)(({' | '.join(chunks)}) {pred} 0)"])
+        return
     if src.kind == "int" and src.parts > 1:
         if pred not in ("==", "!="):
             raise t.refuse("ordered comparisons of integers wider than 64 bits")
@@ -718,6 +724,25 @@ def _icmp(t: _Translator, inst: ll.CompareInstr) -> None:
     elif signed:
         x, y = _sext_expr(x, src.bits), _sext_expr(y, src.bits)
     t.define(inst, [f"(uint32_t)({x} {c_pred} {y})"])
+
+
+def _mask_chunks_of(t: _Translator, value: ll.Value) -> list[str] | None:
+    """The ``__mmask`` chunks of a lane mask that ``value`` is the bitcast of, if kept."""
+    if not isinstance(value, ll.CastInstr) or value.opname != "bitcast":
+        return None
+    source = value.operands[0]
+    if not isinstance(source.type, ll.VectorType) or source.type.element != ll.IntType(1):
+        return None
+    native = t.val(source).native
+    return None if native is None else [f"(uint64_t){k}" for k in native[1]]
+
+
+def _is_zero(value: ll.Value) -> bool:
+    return (
+        isinstance(value, ll.Constant)
+        and not isinstance(value.type, ll.VectorType)
+        and (value.constant == 0 or value.constant is None)
+    )
 
 
 def _fcmp(t: _Translator, inst: ll.CompareInstr) -> None:
@@ -1371,12 +1396,26 @@ def _masked_load(t: _Translator, inst: ll.CallInstr) -> None:
     assert el is not None
     zero = isinstance(passthru, ll.Constant) and (passthru.constant is None or _undef(passthru))
     pt = t.val(passthru).parts
+    full = _every_lane(mask)
     out = []
     for k in range(lay.parts):
         km, addr = t.kmask(m, k, el.per), f"(void const *)({p} + {64 * k})"
+        if full and lay.valid(k) == el.per:  # every lane of the chunk: a plain load gcc can fold
+            out.append(f"_mm512_loadu_{el.suffix}({addr})")
+            continue
         out.append(f"_mm512_maskz_loadu_{el.suffix}({km}, {addr})" if zero
                    else f"_mm512_mask_loadu_{el.suffix}({pt[k]}, {km}, {addr})")  # fmt: skip
     t.define(inst, out)
+
+
+def _every_lane(mask: ll.Value) -> bool:
+    """Whether a lane mask is the constant with every lane set."""
+    if not isinstance(mask, ll.Constant):
+        return False
+    lanes = mask.constant
+    return isinstance(lanes, (list, tuple)) and all(
+        isinstance(c, ll.Constant) and c.constant in (1, True) for c in lanes
+    )
 
 
 def _masked_store(t: _Translator, inst: ll.CallInstr) -> None:
@@ -1384,7 +1423,11 @@ def _masked_store(t: _Translator, inst: ll.CallInstr) -> None:
     v, p, m = t.val(value), t.val(ptr).parts[0], t.val(mask)
     el = v.lay.element
     assert el is not None
+    full = _every_lane(mask)
     for k, part in enumerate(v.parts):
+        if full and v.lay.valid(k) == el.per:
+            t.emit(f"_mm512_storeu_{el.suffix}((void *)({p} + {64 * k}), {part});")
+            continue
         t.emit(f"_mm512_mask_storeu_{el.suffix}((void *)({p} + {64 * k}), {t.kmask(m, k, el.per)}, {part});")
 
 
