@@ -20,7 +20,8 @@ NPB-like ADI line solves along x, y, z and a pentadiagonal sweep;
 build (helpers behind calls), GCC's OpenMP/OpenACC offload output of
 ``tests/corpus/gcc`` when gcc-12 with nvptx offloading is installed, and
 clang-19's OpenMP offload output of ``omp_realworld.c`` (device-only,
-``-nogpulib``: no libomptarget device runtime here).
+``-nogpulib``: no libomptarget device runtime here), and the kernel suite
+of ``benchmarks/kernels`` (its sm_90 PTX in ``results/gpu_prep``).
 
 Per kernel it reports the analysis seconds (`analyze_kernel`, fastest of
 ``--repeat``; also its CPU seconds, which stay meaningful when other jobs
@@ -315,6 +316,12 @@ def print_table(rows: list[dict[str, Any]]) -> None:
     )
 
 
+def suite_sources() -> list[Path]:
+    """The kernel suite's nvcc sm_90 PTX as `gpu_speedup.py --prepare` left it
+    in ``results/gpu_prep`` (committed: no compiler needed)."""
+    return sorted((ROOT / "benchmarks" / "results" / "gpu_prep").glob("*.original.ptx"))
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("files", nargs="*", type=Path, help="PTX files (default: compile the corpus stencils)")
@@ -333,6 +340,7 @@ def main(argv: list[str] | None = None) -> int:
         if not args.no_gcc:
             files += gcc_sources(cache)
         files += clang_openmp_sources(cache, args.arch)
+        files += suite_sources()
     budget = Budget(time_s=args.time_budget)
     rows = measure(files, max(1, args.repeat), budget, command=not args.no_command)
     if args.json:

@@ -70,14 +70,18 @@ def simplify(e: z3.ExprRef) -> z3.ExprRef:
     return z3.z3._to_expr_ref(z3.Z3_simplify_ex(ctx.ref(), e.as_ast(), _PARAMS.params), ctx)
 
 
-def simplify_extract(e: z3.ExprRef) -> z3.ExprRef:
+def simplify_extract(e: z3.ExprRef, clean: dict[int, z3.ExprRef] | None = None) -> z3.ExprRef:
     """`simplify` for an expression with a fresh ``Extract`` at its top, plus
     folding ``Extract(hi, lo, SignExt(n, x))`` to ``Extract(hi, lo, x)`` when
     the slice lies inside ``x`` (the rewriter leaves those when told to keep
     sign extensions; truncating a widened index is how ``cvt.u32.u64`` of an
-    address looks). Extracts arise only here, so only here is it looked for."""
+    address looks). Extracts arise only here, so only here is it looked for.
+
+    ``clean``: subterms already known to hold no such extract (by id, kept
+    alive), shared between calls: a kernel's terms share most of their
+    structure, and each truncation would otherwise walk all of it again."""
     out = simplify(e)
-    if not _has_extract_of_ext(out):
+    if not _has_extract_of_ext(out, {} if clean is None else clean):
         return out
     cache: dict[int, z3.ExprRef] = {}
 
@@ -99,20 +103,21 @@ def simplify_extract(e: z3.ExprRef) -> z3.ExprRef:
     return simplify(walk(out))
 
 
-def _has_extract_of_ext(e: z3.ExprRef) -> bool:
-    seen: set[int] = set()
+def _has_extract_of_ext(e: z3.ExprRef, clean: dict[int, z3.ExprRef]) -> bool:
+    seen: dict[int, z3.ExprRef] = {}
     stack = [e]
     while stack:
         node = stack.pop()
         key = node.get_id()
-        if key in seen or not z3.is_app(node):
+        if key in seen or key in clean or not z3.is_app(node):
             continue
-        seen.add(key)
+        seen[key] = node
         if z3.is_app_of(node, z3.Z3_OP_EXTRACT):
             inner = node.arg(0)
             if z3.is_app_of(inner, z3.Z3_OP_SIGN_EXT) or z3.is_app_of(inner, z3.Z3_OP_ZERO_EXT):
                 return True
         stack.extend(node.children())
+    clean.update(seen)  # the whole walk found none: none of these hold one
     return False
 
 
@@ -190,6 +195,7 @@ class SymbolicDomain:
 
     def __init__(self, simplify_results: bool = True, lanes: LaneModel | None = None) -> None:
         self.simplify_results = simplify_results
+        self._extract_clean: dict[int, z3.ExprRef] = {}  # see `simplify_extract`
         # The warp around the thread (block shape, lane <-> %tid): see `ptxasw.emulator.symbolic.lanes`.
         self.lanes = lanes or LaneModel()
         self._fp_funcs: dict[tuple[object, ...], z3.FuncDeclRef] = {}
@@ -331,7 +337,7 @@ class SymbolicDomain:
         if lo == 0 and hi == a.size() - 1:
             return a
         e = z3.Extract(hi, lo, a)
-        return simplify_extract(e) if self.simplify_results else e
+        return simplify_extract(e, self._extract_clean) if self.simplify_results else e
 
     def concat(self, hi: BV, lo: BV) -> BV:
         return self._s(z3.Concat(hi, lo))
