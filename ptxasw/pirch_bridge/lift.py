@@ -57,9 +57,10 @@ from ptxasw.errors import PtxError, UnsupportedError, UnsupportedInstruction
 from ptxasw.ir import isa
 from ptxasw.pirch_bridge.domain import Affine, LLVMDomain, Vec
 from ptxasw.pirch_bridge.machine import FRAME_BASE, LiftMachine, RegisterFile, Specials, plan_access_groups
+from ptxasw.pirch_bridge.schedule import pressure as _pressure
 from ptxasw.pirch_bridge.schedule import schedule
 
-__all__ = ["LiftedKernel", "block_shape", "choose_kernel", "lift_kernel"]
+__all__ = ["LiftedKernel", "block_shape", "choose_kernel", "lift_kernel", "register_pressure"]
 
 _I8P = ll.IntType(8).as_pointer()
 _I32 = ll.IntType(32)
@@ -157,6 +158,15 @@ def block_shape(
     return (block[0], block[1], block[2])
 
 
+def register_pressure(module: ir.Module, kernel: str | None, block: tuple[int, int, int], pack: int) -> int:
+    """The most 512-bit registers a block of ``kernel`` keeps live when lifted with
+    ``pack`` CTAs per call (every 64-bit register counted as a vector: an upper bound)."""
+    fn = choose_kernel(module, kernel)
+    lifter = _Lifter(module, fn, block, pack)
+    lifter._register_types()
+    return lifter.pressure()
+
+
 def lift_kernel(
     module: ir.Module,
     kernel: str | None = None,
@@ -218,16 +228,23 @@ class _Lifter:
                     self.reg_ranges.append((n.name, n.count, decl.type))
         return self.reg_exact
 
+    def _register_bits(self, name: str) -> int:
+        """The bits register ``name`` holds across the lanes (predicates: none)."""
+        typ = self.register_type(name)
+        lanes = self.block_lanes * self.pack
+        return 0 if typ is None or typ == ".pred" else (isa.type_bits(typ) or 0) * lanes
+
+    def pressure(self) -> int:
+        """The most 512-bit registers any block keeps live in its own order (`_pressure`)."""
+        bits = self._register_bits
+        return max((_pressure(bb.instructions, bits) for bb in self.cfg.blocks), default=0) // 512
+
     def _schedules(self) -> dict[int, list[ir.Instruction]]:
         """Each block's instructions in the order they are lifted (`schedule`): where
         its registers would not fit the host's 32 vector registers of 512 bits, chain
         by chain, enough chains at once to keep 8 of them busy."""
         lanes = self.block_lanes * self.pack
-
-        def bits(name: str) -> int:
-            typ = self.register_type(name)
-            return 0 if typ is None or typ == ".pred" else (isa.type_bits(typ) or 0) * lanes
-
+        bits = self._register_bits
         types = {*self.reg_exact.values(), *(t for _, _, t in self.reg_ranges)}
         data = (64 if ".f64" in types else 32) * lanes  # a row's bits, as `runtime.default_pack` reckons
         chains = max(2, 8 * 512 // max(data, 512))

@@ -28,7 +28,7 @@ from ptxasw import ir
 from ptxasw.ir import isa
 from ptxasw.ir.isa import Family, MemoryEffect
 
-__all__ = ["schedule"]
+__all__ = ["pressure", "schedule"]
 
 _PURE = frozenset(
     {
@@ -59,7 +59,7 @@ def schedule(
     tail: list[ir.Instruction] = []
     if body and _terminates(body[-1]):
         tail = [body.pop()]
-    if len(body) < 3 or _pressure(body, width) <= budget:
+    if len(body) < 3 or pressure(body, width) <= budget:
         return block
     deps = _dependences(body)
     dependents = [0] * len(body)
@@ -100,7 +100,7 @@ def _interleave(lists: list[list[int]], deps: list[list[int]]) -> list[int]:
     return out
 
 
-def _pressure(body: list[ir.Instruction], width: Callable[[str], int]) -> int:
+def pressure(body: list[ir.Instruction], width: Callable[[str], int]) -> int:
     """The most bits of registers live at once in ``body``'s own order (values that
     live across the block count from their first to their last mention)."""
     first: dict[str, int] = {}
