@@ -29,33 +29,12 @@ from ptxasw.driver import cache as cache_mod
 from ptxasw.driver.cache import FAST_KEYED_ENV, FAST_MAGIC, FAST_SKIP_ENV, FastRequest, write_fast_entry
 from ptxasw.driver.ptxas import PTXAS_SHIM_MARKER, is_our_shim
 from ptxasw.driver.toolkit import ptxas_script
+from tests.test_wrapper import MINI_PTX  # the one-load kernel of the drop-in tests
 
 REPO = Path(__file__).resolve().parent.parent
 PACKAGE = REPO / "ptxasw"
 JACOBI = REPO / "examples" / "jacobi.ptx"  # rewritten with PTXASW_PROFIT=always, left alone by the model
 
-MINI_PTX = """\
-.version 8.0
-.target sm_90
-.address_size 64
-
-.visible .entry copy_one(
-\t.param .u64 copy_one_param_0,
-\t.param .u64 copy_one_param_1
-)
-{
-\t.reg .b32 \t%r<2>;
-\t.reg .b64 \t%rd<5>;
-
-\tld.param.u64 \t%rd1, [copy_one_param_0];
-\tld.param.u64 \t%rd2, [copy_one_param_1];
-\tcvta.to.global.u64 \t%rd3, %rd1;
-\tcvta.to.global.u64 \t%rd4, %rd2;
-\tld.global.u32 \t%r1, [%rd4];
-\tst.global.u32 \t[%rd3], %r1;
-\tret;
-}
-"""
 
 #: Logs "pid<TAB>PTXASW_VISITED_PTXAS<TAB>args..." of each call.
 LOG_CALL = """\

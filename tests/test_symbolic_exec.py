@@ -407,6 +407,21 @@ def test_a_store_that_may_alias_invalidates_earlier_loads() -> None:
     assert trace[ld_nc].readonly and ld_nc not in flow.may_alias_store
 
 
+def solver_questions(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The formulas the analysis asks its solver about (filled as it runs)."""
+    from ptxasw.emulator.symbolic import executor
+
+    asked: list[str] = []
+    check = executor._Solver.check_rewritten
+
+    def spy(self: executor._Solver, pc: object, extra: list[z3.BoolRef], form: object) -> bool | None:
+        asked.extend(str(e) for e in extra)
+        return check(self, pc, extra, form)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(executor._Solver, "check_rewritten", spy)
+    return asked
+
+
 LOCAL_FRAME = """
 .visible .entry frame(.param .u64 p, .param .u32 n, .param .u32 m)
 {
@@ -444,19 +459,11 @@ $L1:
 def test_thread_private_loads_are_invalidated_without_the_solver(monkeypatch: pytest.MonkeyPatch) -> None:
     """A load of the thread's own stack (GCC's ``%frame_ar`` through a generic
     address) is never a shuffle source: a store the cheap rules cannot place
-    is taken to overwrite it (sound), with no solver call. The store to
-    ``[frame + 8i + 8]`` may well hit ``[frame + 8i + 400]`` of another
-    iteration, so both loads stay marked."""
-    from ptxasw.emulator.symbolic import executor
-
-    asked: list[str] = []
-    check = executor._Solver.check_rewritten
-
-    def spy(self: executor._Solver, pc: object, extra: list[z3.BoolRef], form: object) -> bool | None:
-        asked.extend(str(e) for e in extra)
-        return check(self, pc, extra, form)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(executor._Solver, "check_rewritten", spy)
+    is taken to overwrite it (sound), with no solver call. ``[frame + 8m]``
+    against the store to ``[frame + 8i + 8]`` would need one (``m`` is a
+    parameter): marked; ``[frame + 8i + 400]`` is 392 bytes off the store in
+    the same iteration: disjoint, no solver."""
+    asked = solver_questions(monkeypatch)
     result = analyze(LOCAL_FRAME, "frame")
     assert result.status == "complete"
     assert asked and not any("frame_ar" in q for q in asked)  # the loop exit is asked, no address
@@ -564,16 +571,7 @@ $NEG:
 def test_a_branch_on_a_free_comparison_forks_without_the_solver(monkeypatch: pytest.MonkeyPatch) -> None:
     """``setp.lt.f32`` of a loaded value is an uninterpreted predicate no
     earlier condition names: both sides are feasible, no solver needed."""
-    from ptxasw.emulator.symbolic import executor
-
-    asked: list[str] = []
-    check = executor._Solver.check_rewritten
-
-    def spy(self: executor._Solver, pc: object, extra: list[z3.BoolRef], form: object) -> bool | None:
-        asked.extend(str(e) for e in extra)
-        return check(self, pc, extra, form)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(executor._Solver, "check_rewritten", spy)
+    asked = solver_questions(monkeypatch)
     result = analyze(FP_BRANCH, "fp")
     assert result.status == "complete" and len(result.flows) == 2
     assert not any("setp" in q for q in asked)

@@ -42,6 +42,7 @@ __all__ = [
     "directory_setting",
     "fast_protocol",
     "package_files",
+    "replace_atomically",
     "write_fast_entry",
 ]
 
@@ -130,20 +131,23 @@ class ResultCache:
         """Store ``result`` atomically; False when the directory is not writable."""
         path = self._path(key)
         payload = json.dumps({"format": _FORMAT, "text": result.text, "passes": result.passes})
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as f:
-                    f.write(payload)
-                os.replace(tmp, path)
-            except BaseException:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
-                raise
-        except OSError:
-            return False
-        return True
+        return _write_atomic(path, payload.encode("utf-8", "surrogateescape"))
+
+
+def replace_atomically(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file in the same folder
+    and a rename, so that a concurrent reader never sees a torn file (the
+    last writer wins); raises OSError, leaving no temporary file behind."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 # --------------------------------------------------------------------------
@@ -319,16 +323,7 @@ def _write_atomic(path: Path, data: bytes, *, keep_same_size: bool = False) -> b
     except OSError:
         pass
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        replace_atomically(path, data)
     except OSError:
         return False
     return True

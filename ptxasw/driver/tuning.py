@@ -34,7 +34,6 @@ import hashlib
 import json
 import os
 import re
-import tempfile
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -146,16 +145,9 @@ class VerdictStore:
             raise ValueError(f"a verdict is one of {CHOICES}, not {verdict.choice!r}")
         path = self.path(verdict.kernel_hash, verdict.arch, verdict.mode, verdict.max_delta)
         payload = json.dumps({"format": FORMAT, **asdict(verdict)}, indent=1, sort_keys=True) + "\n"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(payload)
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        from ptxasw.driver.cache import replace_atomically
+
+        replace_atomically(path, payload.encode("utf-8"))
         return path
 
     def has_any(self, arch: str) -> bool:

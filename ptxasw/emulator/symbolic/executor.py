@@ -86,6 +86,7 @@ from ptxasw import ir
 from ptxasw.analysis.cfg import CFG, Loop, build_cfg, is_special_register
 from ptxasw.analysis.ifconvert import Converted, if_convert
 from ptxasw.analysis.inline import DEFAULT_MAX_DEPTH, call_site, inline_calls
+from ptxasw.emulator.concrete.variables import var_of
 from ptxasw.emulator.semantics.collectives import (
     atomic_supported,
     atomic_update,
@@ -94,7 +95,7 @@ from ptxasw.emulator.semantics.collectives import (
 )
 from ptxasw.emulator.symbolic.affine import disjoint_by_stride, equal_condition, overlap_condition
 from ptxasw.emulator.symbolic.domain import SymbolicDomain, as_bool, const_value, simplify
-from ptxasw.emulator.symbolic.independence import Symbols, connected
+from ptxasw.emulator.symbolic.independence import Symbols, connected, free_literal
 from ptxasw.emulator.symbolic.intervals import decide
 from ptxasw.emulator.symbolic.lanes import LaneModel
 from ptxasw.errors import UnsupportedInstruction
@@ -978,6 +979,7 @@ class SymbolicExecutor:
         self.loop_entries = 0
         self.partial: str | None = None
         self._load_funcs: dict[tuple[str, int, int, int], z3.FuncDeclRef] = {}
+        self._load_bits: dict[str, int] = {}  # load function name -> value width
         self.merge = merge
         self.watch = watch or {}
         self.stand_ins = stand_ins
@@ -1181,7 +1183,8 @@ class SymbolicExecutor:
                 for v in decl.names:
                     if v.count is None:
                         self._spaces[v.name] = decl.space
-                        self._bytes[v.name] = _declared_bytes(decl, v)
+                        var = var_of(decl, v)
+                        self._bytes[v.name] = None if var.unsized else var.size
                     else:
                         self._counted_spaces.append((v.name, v.count, decl.space))
         space = self._spaces.get(name)
@@ -1193,6 +1196,12 @@ class SymbolicExecutor:
             if name.startswith(prefix) and numeral and int(digits) < count:
                 return space
         return None
+
+    def _declared_bytes(self, name: str) -> int | None:
+        """The size of the variable ``name`` the kernel declares (as the
+        interpreter lays it out), or None when unknown."""
+        self._space_of(name)  # reads the declarations once
+        return self._bytes.get(name)
 
     def cta_reduce(self, inst: ir.Instruction, mode: str, pred: BV, cond: BV | None) -> BV:
         """``bar.red`` (an optional hook): `bar_reduce` over the CTA's warps.
@@ -1359,6 +1368,7 @@ class SymbolicExecutor:
                 name += f"_a{awidth}"
             fn = z3.Function(name, z3.BitVecSort(awidth), z3.BitVecSort(bits))
             self._load_funcs[key] = fn
+            self._load_bits[name] = bits
         return fn
 
     def _lookup(self, st: _State, space: str, address: BV, nbytes: int) -> tuple[BV, int]:
@@ -1468,9 +1478,7 @@ class SymbolicExecutor:
         for name in self.solver.symbols.of(e):
             if name.startswith("&"):
                 return True
-            bits = self._param_bits.get(name)
-            if bits is None and name.startswith("load_"):
-                bits = _loaded_bits(name)
+            bits = self._param_bits.get(name) or self._load_bits.get(name)
             if bits is not None and bits >= width:
                 return True
         return False
@@ -1735,8 +1743,7 @@ class SymbolicExecutor:
             if not isinstance(ret, ir.Symbol):
                 continue
             address = self.symbol_address(ret.name, 64)
-            self._space_of(ret.name)  # fills the declared sizes
-            nbytes = self._bytes.get(ret.name)
+            nbytes = self._declared_bytes(ret.name)
             if nbytes is None or nbytes > 8:
                 self._clobber(st, frozenset({".param"}), None)
                 continue
@@ -1753,13 +1760,12 @@ class SymbolicExecutor:
         value for the whole target region (one symbol for every call); a
         team number is fresh per call (libgomp may run several teams one
         after the other in a block) but always below the team count."""
+        if name == "omp_get_num_teams" and self._omp_teams is not None:
+            return self._omp_teams
         if name == "omp_get_num_teams":
-            value = self._omp_teams
-            if value is None:
-                value = self._omp_teams = z3.BitVec("omp_get_num_teams", 32)
-                self.solver.assume(z3.And(z3.UGE(value, bounds[0]), z3.ULE(value, bounds[1])))
-            return value
-        value = self.dom.fresh(name, 32)
+            value = self._omp_teams = z3.BitVec("omp_get_num_teams", 32)
+        else:
+            value = self.dom.fresh(name, 32)
         self.solver.assume(z3.And(z3.UGE(value, bounds[0]), z3.ULE(value, bounds[1])))
         if name == "omp_get_team_num":
             self.solver.assume(
@@ -1907,16 +1913,14 @@ class SymbolicExecutor:
         whenever the path condition is, with no solver call. The solver
         would say the same after slicing in every conjunct the arguments
         share a symbol with."""
+        name = free_literal(cond)
+        if name is None:
+            return False
         atom = cond
         while z3.is_not(atom):
             atom = atom.arg(0)
-        if not z3.is_app_of(atom, z3.Z3_OP_UNINTERPRETED) or atom.num_args() == 0:
-            return False
-        name = atom.decl().name()
-        symbols = self.solver.symbols
-        if any(name in symbols.of(arg) for arg in atom.children()):
-            return False
-        return not any(name in symbols.of(c) for c in (*st.pc, *self.solver.axioms, *self.solver.pending))
+        others = (*atom.children(), *st.pc, *self.solver.axioms, *self.solver.pending)
+        return not any(name in self.solver.symbols.of(c) for c in others)
 
     def _fix_guard(self, st: _State, term: ir.Instruction, taken: bool) -> None:
         """After a branch on ``@%p``, ``%p`` is a known constant on each side."""
@@ -2083,30 +2087,6 @@ def _resize(dom: SymbolicDomain, value: BV, width: int) -> BV:
     if w > width:
         return dom.extract(value, width - 1, 0)
     return dom.zext(value, width)
-
-
-def _loaded_bits(name: str) -> int | None:
-    """The value width in a load function's name (`SymbolicExecutor._load_func`:
-    ``load_global_64@3``, ``load_shared_32_a32``)."""
-    parts = name.split("_")
-    if len(parts) < 3:
-        return None
-    digits = parts[2].split("@")[0]
-    return int(digits) if digits.isdigit() else None
-
-
-def _declared_bytes(decl: ir.VarDecl, var: Any) -> int | None:
-    """The size of a declared variable in bytes, or None when unknown
-    (an unsized array)."""
-    bits = isa.type_bits(decl.type)
-    if bits is None:
-        return None
-    total = max(1, bits // 8) * (int(decl.vector[2:]) if decl.vector else 1)
-    for dim in var.array or ():
-        if dim is None:
-            return None
-        total *= dim
-    return total
 
 
 def _symbol_term(address: BV) -> str | None:
