@@ -322,3 +322,48 @@ def test_slices_with_predicate_literals_answer_as_the_whole() -> None:
         assert part.check() == whole.check(), (context, query)
         checked += 1
     assert checked >= 150
+
+
+# --------------------------------------------------------------------------
+# Under-approximations: which unknowns are fixed, and to what
+
+
+def _fixed(fixes: list[z3.BoolRef]) -> dict[str, int]:
+    """``{name: value}`` of equalities ``x == v`` (either side)."""
+    out: dict[str, int] = {}
+    for f in fixes:
+        lhs, rhs = f.children()
+        if z3.is_bv_value(lhs):
+            lhs, rhs = rhs, lhs
+        out[lhs.decl().name() if z3.is_const(lhs) else f"load:{lhs.arg(0)}"] = rhs.as_long()
+    return out
+
+
+def test_typical_sizes_fix_every_leaf_and_keep_indices_below_counts() -> None:
+    """GCC's static schedule: ``chunk = (hi - lo) / nthreads`` and
+    ``start = tid * chunk``. Every unknown below the non-linear terms is
+    fixed (both loaded bounds, not only the divisor), a thread number
+    marked as an index gets 0 (fixing it to the count's size would
+    contradict ``tid < nthreads``), and ``%tid`` stays free."""
+    solver = executor._Solver(200, executor.Stats(), 1e18, 10.0)
+    load = z3.Function("load_global_32", z3.BitVecSort(64), z3.BitVecSort(32))
+    lo, hi = load(z3.BitVecVal(0, 64)), load(z3.BitVecVal(4, 64))
+    nthreads, tid, ptx_tid = z3.BitVecs("omp_get_num_threads!1 omp_get_thread_num!2 %tid.x", 32)
+    solver.typical_index(tid)
+    chunk = (hi - lo) / nthreads
+    start = tid * chunk + ptx_tid * chunk
+    nonlinear = [chunk, tid * chunk, ptx_tid * chunk]
+    assert _fixed(solver._typical_sizes(nonlinear, 64)) == {
+        "omp_get_num_threads!1": 64,
+        "omp_get_thread_num!2": 0,
+        "load:0": 64,
+        "load:4": 64,
+    }
+    assert _fixed(solver._typical_sizes(nonlinear, 1))["omp_get_thread_num!2"] == 0
+    # Each set of fixes leaves a query that is an under-approximation:
+    # with every fix, the start is linear in %tid.x alone.
+    s = z3.Solver()
+    s.add(*solver._typical_sizes(nonlinear, 64), z3.ULT(tid, nthreads), start == 0)
+    assert s.check() == z3.sat
+    # Without a cached model there is nothing to take values from.
+    assert solver._typical_sizes(nonlinear, None) == []

@@ -179,6 +179,8 @@ _OMP_RESULTS = {
     "omp_get_num_teams": (1, (1 << 31) - 1),
     "omp_get_team_num": (0, (1 << 31) - 2),
 }
+# Those that number threads or teams (below a count, typically 0).
+_OMP_INDICES = frozenset({"omp_get_thread_num", "omp_get_team_num"})
 
 # If-convert short register-only branch regions before the analysis
 # (`ptxasw.analysis.ifconvert`); off, every such branch forks.
@@ -617,6 +619,8 @@ class _Solver:
         self._ranged: list[z3.BoolRef] = []
         self.bare = z3.Solver()  # for queries without their context
         self.bare.set("random_seed", 0)
+        self.index_symbols: set[str] = set()  # see `typical_index`
+        self._children: dict[int, tuple[z3.ExprRef, list[z3.ExprRef]]] = {}
 
     def assume(self, axiom: z3.BoolRef) -> None:
         """A fact true in every flow (a register range); added at the base."""
@@ -687,34 +691,71 @@ class _Solver:
         return out
 
     def _typical_sizes(self, nonlinear: Sequence[z3.ExprRef], size: int | None) -> list[z3.BoolRef]:
-        """Equalities fixing the unknown factors of ``nonlinear`` terms to
-        ``size`` (block dimensions to 32, or 1 when ``size`` is 1), or with
-        ``size`` None to their values in the latest cached model (a model of
-        the path so far: its parameters usually fit the next branch too).
-        Any added equality keeps the query an under-approximation."""
+        """Equalities fixing the unknowns under ``nonlinear`` terms to
+        ``size`` (block dimensions to 32, or 1 when ``size`` is 1; an
+        index registered with `typical_index` to 0, so that it stays below
+        the count it indexes), or with ``size`` None to their values in the
+        latest cached model (a model of the path so far: its parameters
+        usually fit the next branch too). Every unknown leaf is fixed, not
+        only a product's direct factors: GCC's chunk bounds divide a
+        difference of two loaded bounds by the team size, and fixing only
+        the divisor leaves a 32-bit divider to bit-blast. Any added equality
+        keeps the query an under-approximation."""
         fixes: dict[str, z3.BoolRef] = {}
         model = self.models[0].model if size is None and self.models else None
-        for node in nonlinear:
-            for child in node.children():
-                if z3.is_const(child) and not z3.is_bv_value(child):
-                    name = child.decl().name()
-                    if name.startswith(("%tid", "%ctaid", "%laneid", "iter_")):
-                        continue
-                elif self.fast and _is_load(child):
-                    # A loaded factor or divisor (GCC OpenMP's team size
-                    # ``chunk = n / nthreads`` reads it from memory): fixing
-                    # it makes the term linear like a parameter's.
-                    name = f"load#{child.get_id()}"
-                else:
-                    continue
-                if size is None:
-                    if model is None:
-                        continue
-                    value = model.eval(child, model_completion=True)
-                else:
-                    value = min(32, size) if name.startswith("%ntid") else size
-                fixes.setdefault(name, child == value)
+        if size is None and model is None:
+            return []
+        for leaf in self._unknown_leaves(nonlinear):
+            if z3.is_const(leaf):
+                name = leaf.decl().name()
+                if name.startswith(("%tid", "%ctaid", "%laneid", "iter_")):
+                    continue  # indices the addresses are linear in
+            elif self.fast:
+                # A loaded factor, divisor or dividend (GCC OpenMP's team size
+                # ``chunk = n / nthreads`` reads it from memory).
+                name = f"load#{leaf.get_id()}"
+            else:
+                continue
+            if size is None:
+                value = model.eval(leaf, model_completion=True)
+            elif name in self.index_symbols:
+                value = z3.BitVecVal(0, leaf.size())
+            else:
+                value = min(32, size) if name.startswith("%ntid") else size
+            fixes.setdefault(name, leaf == value)
         return list(fixes.values())
+
+    def typical_index(self, symbol: z3.ExprRef) -> None:
+        """Mark ``symbol`` as an index below some count (an OpenMP thread or
+        team number): `_typical_sizes` fixes it to 0 rather than to the
+        count's typical size, which would break ``index < count``."""
+        self.index_symbols.add(symbol.decl().name())
+
+    def _unknown_leaves(self, nonlinear: Sequence[z3.ExprRef]) -> list[z3.ExprRef]:
+        """The symbols and loads that ``nonlinear`` terms are built from,
+        reached through their arithmetic (not into load addresses)."""
+        out: list[z3.ExprRef] = []
+        seen: set[int] = set()
+        stack = list(nonlinear)
+        while stack:
+            node = stack.pop()
+            key = node.get_id()
+            if key in seen or z3.is_bv_value(node):
+                continue
+            seen.add(key)
+            if z3.is_const(node) or _is_load(node):
+                out.append(node)
+            elif z3.is_app(node):
+                stack.extend(self._kids(node))
+        return out
+
+    def _kids(self, e: z3.ExprRef) -> list[z3.ExprRef]:
+        """``e.children()``, memoised by id (the term is kept with them)."""
+        hit = self._children.get(e.get_id())
+        if hit is None:
+            hit = (e, e.children())
+            self._children[e.get_id()] = hit
+        return hit[1]
 
     def _cached(self, formulas: Sequence[z3.BoolRef]) -> bool:
         """Whether a recent model satisfies the axioms and ``formulas``.
@@ -1766,6 +1807,8 @@ class SymbolicExecutor:
             value = self._omp_teams = z3.BitVec("omp_get_num_teams", 32)
         else:
             value = self.dom.fresh(name, 32)
+            if name in _OMP_INDICES:
+                self.solver.typical_index(value)
         self.solver.assume(z3.And(z3.UGE(value, bounds[0]), z3.ULE(value, bounds[1])))
         if name == "omp_get_team_num":
             self.solver.assume(
