@@ -53,6 +53,13 @@ def to_json(analysis: KernelAnalysis, spaces: Iterable[str] | None = None) -> di
         return None if e is None else printer.text(e)
 
     smt: dict[int, tuple[z3.ExprRef, str]] = {}  # forked flows repeat their parents' accesses
+    instructions: dict[int, str] = {}  # id(inst) -> text; the instructions outlive this call
+
+    def instruction(inst: Any) -> str:
+        hit = instructions.get(id(inst))
+        if hit is None:
+            hit = instructions[id(inst)] = format_instruction(inst).strip()
+        return hit
 
     def sexpr(e: z3.ExprRef | None) -> str | None:
         if e is None:
@@ -84,7 +91,7 @@ def to_json(analysis: KernelAnalysis, spaces: Iterable[str] | None = None) -> di
                         "address_smt": sexpr(a.address),
                         "value": text(a.value),
                         "guard": text(a.guard),
-                        "instruction": format_instruction(a.inst).strip(),
+                        "instruction": instruction(a.inst),
                         "ptx_loc": str(a.inst.loc),
                         "source": a.source,
                         "block": a.block,

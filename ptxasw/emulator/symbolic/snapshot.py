@@ -1,0 +1,192 @@
+"""Z3 terms read once into plain Python nodes, for code that walks them often.
+
+Each z3py accessor (``e.children()``, ``z3.is_bv_value(e)``, ``e.decl().kind()``)
+builds wrapper objects and makes two or more foreign calls; a printer that
+asks a dozen such questions per subterm spends more time in them than the
+executor spent building the terms. A `Snapshot` reads every distinct subterm
+once through Z3's C API (id, kind, sort width, arguments, name, value) into
+a `Node`, and what walks the nodes afterwards is plain Python.
+
+Nodes are memoised by Z3's AST id, which Z3 reuses once a term is
+collected: a snapshot therefore keeps every root it was given alive for as
+long as it lives, and its nodes hold no Z3 objects of their own (the
+subterms are owned by their roots).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import z3
+import z3.z3core as capi
+
+__all__ = ["Node", "Snapshot"]
+
+
+def _raw(wrapper: Callable[..., Any]) -> Callable[..., Any]:
+    """The foreign function behind a z3core wrapper, without the error check
+    that the wrapper makes after every call (a second foreign call). The
+    getters used here cannot fail on a live term. Falls back to the wrapper
+    when z3's bindings are laid out differently."""
+    defaults = getattr(wrapper, "__defaults__", None) or ()
+    for d in defaults:
+        f = getattr(d, "f", None)
+        if callable(f):
+            return f  # type: ignore[no-any-return]
+    return wrapper
+
+
+_ast_id = _raw(capi.Z3_get_ast_id)
+_ast_kind = _raw(capi.Z3_get_ast_kind)
+_app_decl = _raw(capi.Z3_get_app_decl)
+_decl_kind = _raw(capi.Z3_get_decl_kind)
+_num_args = _raw(capi.Z3_get_app_num_args)
+_app_arg = _raw(capi.Z3_get_app_arg)
+_sort = _raw(capi.Z3_get_sort)
+_sort_kind = _raw(capi.Z3_get_sort_kind)
+_bv_size = _raw(capi.Z3_get_bv_sort_size)
+_int_param = _raw(capi.Z3_get_decl_int_parameter)
+# These return strings: the wrappers convert them (and check errors), keep them.
+_decl_name = capi.Z3_get_decl_name
+_symbol_string = capi.Z3_get_symbol_string
+_numeral_string = capi.Z3_get_numeral_string
+
+_APP = z3.Z3_APP_AST
+_NUMERAL = z3.Z3_NUMERAL_AST
+_BV_SORT = z3.Z3_BV_SORT
+# Kinds whose printing needs the declaration's name: symbols, uninterpreted
+# functions, and anything the printer has no notation for.
+_NAMELESS = frozenset(
+    {
+        z3.Z3_OP_BNUM,
+        z3.Z3_OP_TRUE,
+        z3.Z3_OP_FALSE,
+        z3.Z3_OP_BADD,
+        z3.Z3_OP_BSUB,
+        z3.Z3_OP_BMUL,
+        z3.Z3_OP_BNEG,
+        z3.Z3_OP_BNOT,
+        z3.Z3_OP_BAND,
+        z3.Z3_OP_BOR,
+        z3.Z3_OP_BXOR,
+        z3.Z3_OP_BSHL,
+        z3.Z3_OP_BLSHR,
+        z3.Z3_OP_BASHR,
+        z3.Z3_OP_EQ,
+        z3.Z3_OP_ITE,
+        z3.Z3_OP_AND,
+        z3.Z3_OP_OR,
+        z3.Z3_OP_NOT,
+        z3.Z3_OP_ULT,
+        z3.Z3_OP_ULEQ,
+        z3.Z3_OP_UGT,
+        z3.Z3_OP_UGEQ,
+        z3.Z3_OP_SLT,
+        z3.Z3_OP_SLEQ,
+        z3.Z3_OP_SGT,
+        z3.Z3_OP_SGEQ,
+        z3.Z3_OP_CONCAT,
+        z3.Z3_OP_EXTRACT,
+        z3.Z3_OP_SIGN_EXT,
+        z3.Z3_OP_ZERO_EXT,
+    }
+)
+
+
+@dataclass(slots=True, eq=False)
+class Node:
+    """One distinct subterm. ``kind`` is Z3's declaration kind (``Z3_OP_*``)
+    for applications and numerals, None for anything else (bound variables,
+    quantifiers: printed through Z3). ``size`` is the bit-vector width (0 for
+    other sorts); ``value`` a numeral's value; ``params`` an extract's
+    ``(high, low)``; ``name`` the declaration's name where the printer needs it."""
+
+    id: int
+    kind: int | None
+    size: int
+    args: tuple[Node, ...]
+    name: str = ""
+    value: int | None = None
+    params: tuple[int, ...] = ()
+    text: str = ""  # Z3's own rendering, for kind None
+
+    @property
+    def is_bv_value(self) -> bool:
+        return self.value is not None and self.size > 0
+
+    @property
+    def is_const(self) -> bool:
+        """An application without arguments (a symbol, a numeral, ``true``),
+        as ``z3.is_const``."""
+        return self.kind is not None and not self.args
+
+    def is_app_of(self, kind: int) -> bool:
+        return self.kind == kind
+
+
+class Snapshot:
+    """Nodes of the terms given to `node`, each distinct subterm read once."""
+
+    def __init__(self) -> None:
+        self._nodes: dict[int, Node] = {}
+        # Python wrapper identity -> node: callers pass the same wrapper
+        # objects again and again (a forked flow repeats its parent's
+        # accesses). Every wrapper in it is kept alive in `_roots`, so
+        # neither its Python id nor its term's Z3 id can be reused.
+        self._by_object: dict[int, Node] = {}
+        self._roots: list[z3.ExprRef] = []
+
+    def node(self, e: z3.ExprRef) -> Node:
+        hit = self._by_object.get(id(e))
+        if hit is not None:
+            return hit
+        ctx = e.ctx_ref()
+        root = e.as_ast()
+        hit = self._nodes.get(_ast_id(ctx, root))
+        if hit is None:
+            hit = self._read(ctx, root)
+        self._roots.append(e)
+        self._by_object[id(e)] = hit
+        return hit
+
+    def _read(self, ctx: Any, root: Any) -> Node:
+        """Read ``root`` and its unread subterms, children first, from an
+        explicit stack (kernels build chains thousands of terms deep)."""
+        nodes = self._nodes
+        stack: list[tuple[Any, int, list[Any] | None]] = [(root, _ast_id(ctx, root), None)]
+        while stack:
+            ast, key, kids = stack[-1]
+            if key in nodes:
+                stack.pop()
+                continue
+            if kids is None:
+                kids = []
+                if _ast_kind(ctx, ast) == _APP:
+                    kids = [_app_arg(ctx, ast, i) for i in range(_num_args(ctx, ast))]
+                stack[-1] = (ast, key, kids)
+                pending = [(k, _ast_id(ctx, k), None) for k in kids]
+                pending = [p for p in pending if p[1] not in nodes]
+                if pending:
+                    stack.extend(reversed(pending))
+                    continue
+            stack.pop()
+            nodes[key] = self._make(ctx, ast, key, tuple(nodes[_ast_id(ctx, k)] for k in kids))
+        return nodes[_ast_id(ctx, root)]
+
+    def _make(self, ctx: Any, ast: Any, key: int, args: tuple[Node, ...]) -> Node:
+        ast_kind = _ast_kind(ctx, ast)
+        if ast_kind not in (_APP, _NUMERAL):
+            return Node(key, None, 0, (), text=z3.Z3_ast_to_string(ctx, ast))
+        sort = _sort(ctx, ast)
+        size = _bv_size(ctx, sort) if _sort_kind(ctx, sort) == _BV_SORT else 0
+        decl = _app_decl(ctx, ast)
+        kind = _decl_kind(ctx, decl)
+        if ast_kind == _NUMERAL:
+            return Node(key, kind, size, (), value=int(_numeral_string(ctx, ast)))
+        name = "" if kind in _NAMELESS else _symbol_string(ctx, _decl_name(ctx, decl))
+        params: tuple[int, ...] = ()
+        if kind == z3.Z3_OP_EXTRACT:
+            params = (_int_param(ctx, decl, 0), _int_param(ctx, decl, 1))
+        return Node(key, kind, size, args, name=name, params=params)

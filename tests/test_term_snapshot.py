@@ -1,0 +1,66 @@
+"""`snapshot.Snapshot` reads Z3 terms as z3py would, and its memo by id is
+safe when Z3 reuses the ids of collected terms."""
+
+from __future__ import annotations
+
+import gc
+
+import z3
+
+from ptxasw.emulator.symbolic import snapshot
+from ptxasw.emulator.symbolic.printer import Printer
+
+
+def test_nodes_agree_with_z3py() -> None:
+    x, y = z3.BitVecs("%tid.x y", 32)
+    load = z3.Function("load_global_32", z3.BitVecSort(64), z3.BitVecSort(32))
+    term = z3.If(z3.ULT(x, 5), z3.Extract(7, 0, x * y + load(z3.ZeroExt(32, x))), z3.BitVecVal(255, 8))
+    snap = snapshot.Snapshot()
+    stack = [(snap.node(term), term)]
+    seen = 0
+    while stack:
+        node, e = stack.pop()
+        seen += 1
+        assert node.id == e.get_id()
+        assert node.kind == e.decl().kind()
+        assert node.size == (e.size() if z3.is_bv(e) else 0)
+        assert node.is_const == z3.is_const(e)
+        assert node.is_bv_value == z3.is_bv_value(e)
+        if z3.is_bv_value(e):
+            assert node.value == e.as_long()
+        if z3.is_app_of(e, z3.Z3_OP_EXTRACT):
+            assert node.params == tuple(e.params())
+        if (z3.is_const(e) and not z3.is_bv_value(e)) or z3.is_app_of(e, z3.Z3_OP_UNINTERPRETED):
+            assert node.name == e.decl().name()
+        assert len(node.args) == e.num_args()
+        stack.extend(zip(node.args, e.children(), strict=True))
+    assert seen >= 10
+    # One node per distinct subterm: %tid.x is shared by three parents.
+    assert snap.node(x) is snap.node(term).args[0].args[0]
+
+
+def test_a_printer_survives_z3_reusing_the_ids_of_collected_terms() -> None:
+    """Terms built, printed and dropped, then others built: Z3 hands the
+    freed ids to the new terms. A printer that kept only ids would print
+    the old texts for them; one that keeps its terms alive cannot be fooled."""
+    printer = Printer()
+    texts = {}
+    for round_ in range(3):
+        xs = [z3.BitVec(f"v{round_}_{i}", 32) for i in range(20)]
+        terms = [x + (round_ * 100 + i) for i, x in enumerate(xs)]
+        for i, t in enumerate(terms):
+            texts[(round_, i)] = printer.text(t)
+        del xs, terms
+        gc.collect()
+    for (round_, i), text in texts.items():
+        assert text == f"{round_ * 100 + i:#x} + v{round_}_{i}"
+
+
+def test_raw_falls_back_to_the_wrapper() -> None:
+    def wrapper(a: int) -> int:
+        return a + 1
+
+    assert snapshot._raw(wrapper) is wrapper
+    raw = snapshot._raw(z3.z3core.Z3_get_ast_id)
+    x = z3.BitVec("x", 8)
+    assert raw(x.ctx_ref(), x.as_ast()) == x.get_id()
