@@ -367,3 +367,27 @@ def test_typical_sizes_fix_every_leaf_and_keep_indices_below_counts() -> None:
     assert s.check() == z3.sat
     # Without a cached model there is nothing to take values from.
     assert solver._typical_sizes(nonlinear, None) == []
+
+
+def test_a_query_refuted_at_every_typical_size_gets_less_final_effort(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``x * y == 7``: no model with both factors 64 or both 1, so the final
+    check runs at `REFUTED_EFFORT` of its effort; it still finds the model
+    (the answer is unchanged, only the effort spent on a likely-unsat query)."""
+    efforts: list[int] = []
+    real_check = executor._Incremental.check
+
+    def spy(self, pc, extra, timeout_ms, rlimit):  # type: ignore[no-untyped-def]
+        efforts.append(rlimit)
+        return real_check(self, pc, extra, timeout_ms, rlimit)
+
+    monkeypatch.setattr(executor._Incremental, "check", spy)
+    solver = executor._Solver(200, executor.Stats(), 1e18, 10.0)
+    x, y = z3.BitVecs("a b", 32)
+    assert solver.check([z3.ULT(x, 100)], [x * y == 7]) is True
+    assert efforts[-1] == int(solver.rlimit // 2 * executor.REFUTED_EFFORT)
+    # A query with a model at a typical size never reaches the final check.
+    efforts.clear()
+    assert solver.check([z3.ULT(x, 100)], [x * y == 64 * 64]) is True
+    assert efforts[-1] == solver.rlimit // 8

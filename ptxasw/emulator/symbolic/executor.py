@@ -186,6 +186,13 @@ _OMP_INDICES = frozenset({"omp_get_thread_num", "omp_get_team_num"})
 # (`ptxasw.analysis.ifconvert`); off, every such branch forks.
 IF_CONVERT = True
 
+# The share of the final check's effort that a query gets when every
+# under-approximation was refuted: no model at typical sizes is a strong hint
+# that the query is unsat, and a proof Z3 does not find at a quarter of the
+# effort it mostly does not find at all (GCC's chunk-bound queries on team
+# and thread counts). Undecided is sound: both branch sides, may alias.
+REFUTED_EFFORT = 0.25
+
 # Z3 resource units per millisecond of solving on the development machine
 # (measured: ~1.2 million units per 200 ms of bit-vector work).
 RLIMIT_PER_MS = 6000
@@ -876,8 +883,11 @@ class _Solver:
         # that can go both ways, addresses that may meet), and a model of the
         # query with its factors fixed settles them; the over-approximations
         # below can only prove unsat.
-        if pairs and self.fast and self._under_approximations(real, pc, extra, pairs, keep_models):
-            return True
+        typical = None
+        if pairs and self.fast:
+            typical = self._under_approximations(real, pc, extra, pairs, keep_models)
+            if typical:
+                return True
         if pc and not real.flat:  # a slice is already about as small
             self.stats.solver_calls += 1
             if self._unsat_alone(aextra):
@@ -897,6 +907,8 @@ class _Solver:
         # (a division by a team size, a product of two unknowns) mostly ends
         # undecided at any effort; undecided is sound (both sides, may alias).
         effort = self.rlimit // 2 if pairs else self.rlimit
+        if typical is False:
+            effort = max(1, int(effort * REFUTED_EFFORT))
         result, model = real.check(pc, extra, self._timeout(), effort)
         if model is not None:
             self._keep(model, keep_models)
@@ -913,21 +925,27 @@ class _Solver:
         extra: Sequence[z3.BoolRef],
         pairs: Sequence[z3.ExprRef],
         keep_models: bool,
-    ) -> bool:
+    ) -> bool | None:
         """Whether the query with the factors of its products fixed to
         typical sizes (`_typical_sizes`) has a model: the query made linear,
-        and a model of it is one of the real query (kept when ``keep_models``)."""
+        and a model of it is one of the real query (kept when ``keep_models``).
+        True: a model was found; False: every try was refuted; None: some
+        try was undecided, or there was nothing to fix."""
+        refuted = 0
+        tried = 0
         for size in (None, 64, 1) if self.fast else (64, 1):
             fixes = self._typical_sizes(pairs, size)
             if not fixes and (size is None or self.fast):
                 continue  # nothing fixed: the real query, asked below with its full effort
             self.stats.solver_calls += 1
-            _, model = real.check(pc, [*extra, *fixes], self._timeout(), self.rlimit // 8)
+            tried += 1
+            result, model = real.check(pc, [*extra, *fixes], self._timeout(), self.rlimit // 8)
             if model is not None:
                 self.stats.cheap_answers += 1
                 self._keep(model, keep_models)
                 return True
-        return False
+            refuted += result == z3.unsat
+        return False if tried and refuted == tried else None
 
     def _keep(self, model: z3.ModelRef, keep: bool) -> None:
         if keep:
