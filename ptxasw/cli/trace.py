@@ -20,8 +20,9 @@ line, ``file:line:col: message``, with exit status 1 (``PTXASW_DEBUG=1``
 shows a traceback for an internal error instead).
 
 Files of tens of thousands of kernels are handled as a stream: the module is
-parsed once, then each kernel is analysed, printed and forgotten before the
-next (the JSON document is written incrementally, or one object a line with
+parsed once (with ``--kernel``, only those kernels are parsed: the others'
+lines are blanked, `ptxasw.parser.outline`), then each kernel is analysed,
+printed and forgotten before the next (the JSON document is written incrementally, or one object a line with
 ``--json-lines``), so memory is that of the largest kernel's analysis and the
 first results appear at once. ``--budget`` bounds the whole command: kernels
 not reached in time are listed as ``skipped`` with the reason (the run's
@@ -41,7 +42,7 @@ import click
 
 from ptxasw.cli.common import check_kernels
 from ptxasw.errors import PtxError, UnsupportedInstruction
-from ptxasw.parser import read_ptx
+from ptxasw.parser import read_kernels
 
 __all__ = ["trace_command"]
 
@@ -123,8 +124,10 @@ def trace_command(
 
     try:
         with _status(f"parsing {source}", enabled=sys.stderr.isatty()):
-            module = read_ptx(source)
-        names = [fn.name for fn in module.kernels]
+            # With -k, only those kernels are parsed (a large file's others
+            # would cost more than the analysis); names: all of the file's.
+            module, every = read_kernels(source, kernels)
+        names = every if every is not None else [fn.name for fn in module.kernels]
         check_kernels(names, kernels)
     except PtxError as exc:
         click.echo(f"ptxasw: error: {exc}", err=True)

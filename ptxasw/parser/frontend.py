@@ -13,6 +13,7 @@ import gc
 import os
 import re
 import sys
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from ptxasw.errors import PtxError, PtxSyntaxError
 from ptxasw.ir import isa
 from ptxasw.ir.printer import format_expr
 from ptxasw.parser.lexer import SIMPLE_INSTRUCTION, SIMPLE_OPERAND, LexError, PtxLexer
+from ptxasw.parser.outline import select_kernels
 
 GRAMMAR_PATH = Path(__file__).with_name("ptx.lark")
 
@@ -889,6 +891,21 @@ def _byte_loc(source: str, data: bytes, offset: int) -> ir.SourceLoc:
 def read_ptx(source: str) -> ir.Module:
     """Parse a file named on a command line, or standard input for ``-``."""
     return parse_ptx(read_text(source), "<stdin>" if source == "-" else source)
+
+
+def read_kernels(source: str, kernels: Collection[str]) -> tuple[ir.Module, list[str] | None]:
+    """`read_ptx` that parses, of the file's kernels, only ``kernels`` (the
+    others' lines blanked, `outline.select_kernels`: positions unchanged),
+    and every kernel's name in file order. When the outline is unsure, or no
+    kernel is asked for, the whole file is parsed and the names are None
+    (the module's own kernels are all of them)."""
+    text = read_text(source)
+    path = "<stdin>" if source == "-" else source
+    selected = select_kernels(text, set(kernels)) if kernels else None
+    if selected is None:
+        return parse_ptx(text, path), None
+    kept, names = selected
+    return parse_ptx(kept, path), names
 
 
 def _syntax_error(exc: UnexpectedInput, text: str, path: str) -> PtxError:

@@ -1,0 +1,184 @@
+"""`parser.outline`: with ``-k``, only the kernels asked for are parsed.
+
+Each kernel parsed from the blanked text must be the kernel of the whole
+parse, at the same positions; whenever the outline cannot be sure of a
+kernel's lines it must say so (None) and the whole file is parsed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from ptxasw.cli import main as cli
+from ptxasw.parser import parse_ptx, read_kernels
+from ptxasw.parser.outline import kernel_spans, select_kernels
+
+# nvcc's shape: "// .globl NAME" comments, braces in comments, a device
+# function both kernels call, a module variable with a brace initialiser.
+NVCC = r"""
+.version 8.0
+.target sm_80
+.address_size 64
+
+.global .align 4 .b32 table[3] = {1, 2, 3};
+// a comment with a brace { that is not one
+
+.func (.param .b32 ret) twice(.param .b32 x)
+{
+    .reg .b32 %r<3>;
+    ld.param.u32 %r1, [x];
+    add.s32 %r2, %r1, %r1;
+    st.param.b32 [ret], %r2;
+    ret;
+}
+
+    // .globl	first
+.visible .entry first(
+    .param .u64 p
+)
+{
+    .reg .b32 %r<4>;
+    .reg .b64 %rd<4>;
+    /* } a closing brace in a block comment */
+    ld.param.u64 %rd1, [p];
+    cvta.to.global.u64 %rd2, %rd1;
+    mov.u32 %r1, %tid.x;
+    {
+    .reg .b32 %inner;
+    mov.u32 %inner, %r1;
+    }
+    ld.global.u32 %r2, [%rd2];
+    { // a call in a scope of its own
+    .param .b32 a;
+    .param .b32 r;
+    st.param.b32 [a], %r2;
+    call.uni (r), twice, (a);
+    ld.param.b32 %r3, [r];
+    }
+    st.global.u32 [%rd2+4], %r3;
+    ret;
+}
+    // .globl	second
+.visible .entry second(
+    .param .u64 p
+)
+.maxntid 128, 1, 1
+{
+    .reg .b32 %r<3>;
+    .reg .b64 %rd<3>;
+    ld.param.u64 %rd1, [p];
+    cvta.to.global.u64 %rd2, %rd1;
+    ld.global.u32 %r1, [%rd2+8];
+    st.global.u32 [%rd2+12], %r1;
+    ret;
+}
+"""
+
+# GCC's nvptx shape: a declaration of each kernel before its definition.
+GCC = r"""
+.version 7.0
+.target sm_70
+.address_size 64
+
+// BEGIN FUNCTION DECL: a$_omp_fn$0
+.entry a$_omp_fn$0 (.param.u64 %in_ar0);
+
+// BEGIN FUNCTION DEF: a$_omp_fn$0
+.entry a$_omp_fn$0 (.param.u64 %in_ar0)
+{
+	.reg.u64 %ar0;
+	ld.param.u64 %ar0, [%in_ar0];
+	ret;
+}
+
+// BEGIN FUNCTION DECL: b$_omp_fn$0
+.entry b$_omp_fn$0 (.param.u64 %in_ar0);
+
+// BEGIN FUNCTION DEF: b$_omp_fn$0
+.entry b$_omp_fn$0 (.param.u64 %in_ar0)
+{
+	.reg.u64 %ar0;
+	ld.param.u64 %ar0, [%in_ar0];
+	ret;
+}
+"""
+
+
+@pytest.mark.parametrize("text", [NVCC, GCC], ids=["nvcc", "gcc"])
+def test_each_kernel_alone_parses_as_in_the_whole_file(text: str) -> None:
+    whole = parse_ptx(text)
+    names = [k.name for k in whole.kernels]
+    assert len(names) == 2
+    for name in names:
+        selected = select_kernels(text, {name})
+        assert selected is not None
+        kept, every = selected
+        assert every == names
+        assert kept.count("\n") == text.count("\n")  # every position stays
+        alone = parse_ptx(kept)
+        assert [k.name for k in alone.kernels] == [name]
+        (kernel,) = alone.kernels
+        original = next(k for k in whole.kernels if k.name == name)
+        assert kernel == original
+        assert [i.loc for i in kernel.instructions()] == [i.loc for i in original.instructions()]
+        # What is not a kernel stays: the device function, the table.
+        assert [f.name for f in alone.functions if not f.is_kernel] == [
+            f.name for f in whole.functions if not f.is_kernel
+        ]
+
+
+def test_declarations_are_spans_of_their_own() -> None:
+    spans = kernel_spans(GCC)
+    assert spans is not None
+    assert [(s.name, s.defined) for s in spans] == [
+        ("a$_omp_fn$0", False),
+        ("a$_omp_fn$0", True),
+        ("b$_omp_fn$0", False),
+        ("b$_omp_fn$0", True),
+    ]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a kernel that shares its first line with the end of another
+        NVCC.replace("}\n    // .globl\tsecond\n.visible .entry second(", "} .visible .entry second("),
+        # one that shares its last line with the next item
+        NVCC.replace("    ret;\n}\n    // .globl\tsecond", "    ret;\n} .global .b32 x;\n// .globl\tsecond"),
+        # unbalanced braces
+        NVCC + "\n}\n",
+        # a kept kernel takes the address of a blanked one (a device-side launch)
+        NVCC.replace("mov.u32 %r1, %tid.x;", "mov.u64 %rd3, second;\n    mov.u32 %r1, %tid.x;"),
+    ],
+    ids=["shared-first-line", "shared-last-line", "unbalanced", "names-a-blanked-kernel"],
+)
+def test_the_outline_refuses_what_it_cannot_be_sure_of(text: str) -> None:
+    assert select_kernels(text, {"first"}) is None
+
+
+def test_a_name_that_is_not_a_kernel_is_left_to_the_full_parse() -> None:
+    assert select_kernels(NVCC, {"twice"}) is None
+    assert select_kernels(NVCC, {"third"}) is None
+
+
+def test_trace_k_prints_what_the_whole_parse_prints(tmp_path: Path) -> None:
+    path = tmp_path / "two.ptx"
+    path.write_text(NVCC)
+    module, every = read_kernels(str(path), ["second"])
+    assert every == ["first", "second"]
+    assert [k.name for k in module.kernels] == ["second"]
+    runner = CliRunner()
+    alone = runner.invoke(cli, ["trace", "-k", "second", str(path)])
+    assert alone.exit_code == 0, alone.output
+    both = runner.invoke(cli, ["trace", str(path)])
+    assert both.exit_code == 0, both.output
+    text = alone.output.split(", 0.")[0]  # the header line ends in the time
+    assert text in both.output
+    assert "LD.global.32" in alone.output and "second" in alone.output
+    # A name that is no kernel of the file: the error lists the file's kernels.
+    missing = runner.invoke(cli, ["trace", "-k", "third", str(path)])
+    assert missing.exit_code != 0
+    assert "first" in missing.output and "second" in missing.output
