@@ -296,3 +296,38 @@ def test_lane_primitives_and_shuffles(wg: int, pack: int) -> None:
             }
             ins = [data[k] for k in kinds.split(",")]
             np.testing.assert_array_equal(batch.run(index, ins), batch.expect(index, ins), err_msg=kinds)
+
+
+@pytest.mark.parametrize(("wg", "pack"), [(8, 2), (32, 1)])
+def test_shuffled_halves_of_a_64_bit_value_rejoin(wg: int, pack: int) -> None:
+    """nvcc's 64-bit shuffle (split, two ``shfl.sync``, merge) as one ``<L x i64>``
+    permutation when both halves went through the same lanes (`Part`); halves read
+    through different lanes, or merged the other way round, stay separate. Every
+    case equals the concrete domain bit for bit."""
+    rng = np.random.default_rng(wg + pack)
+    batch = Batch(wg, pack)
+    n = wg * pack
+
+    def halves(d: LLVMDomain, x: Vec, mode: str, c: int, lanes: tuple[int, int], swap: bool = False) -> Vec:
+        lo, hi = d.extract(x, 31, 0), d.extract(x, 63, 32)
+        s_lo = collectives.shuffle(d, mode, lo, d.const(lanes[0], 32), d.const(c, 32))[0]
+        s_hi = collectives.shuffle(d, mode, hi, d.const(lanes[1], 32), d.const(c, 32))[0]
+        return d.concat(s_lo, s_hi) if swap else d.concat(s_hi, s_lo)
+
+    cases: list[tuple[int, bool]] = []
+    for mode in (".up", ".down", ".bfly", ".idx"):
+        clamp = 0 if mode == ".up" else 0x1F  # .up's clamp is the lowest lane
+        for c in (clamp, ((32 - max(wg // 2, 1)) << 8) | clamp):
+            for lanes, swap, joined in (((3, 3), False, True), ((3, 2), False, False), ((1, 1), True, False)):
+                fn = lambda d, x, m=mode, c=c, ln=lanes, sw=swap: halves(d, x, m, c, ln, sw)  # noqa: E731
+                count = lambda: str(batch.module).count(f"shufflevector <{n} x i64>")  # noqa: E731
+                merges = lambda: str(batch.module).count(f"shl <{n} x i64>")  # noqa: E731
+                before, merges_before = count(), merges()
+                cases.append((batch.add(fn, [64]), joined))
+                wide, merged = count() - before, merges() - merges_before
+                assert (wide, merged) == ((1, 0) if joined else (0, 1)), (mode, c, lanes, swap)
+    batch.compile()
+    for index, _ in cases:
+        for _ in range(3):
+            x = [float_lanes(rng, 64, n)]
+            np.testing.assert_array_equal(batch.run(index, x), batch.expect(index, x))

@@ -610,3 +610,107 @@ def test_schedule_keeps_memory_order() -> None:
         for y in memory[k + 1 :]:
             if "st" in (x.opcode, y.opcode):  # only two loads may trade places
                 assert position[id(x)] < position[id(y)]
+
+
+SPECULATED = """
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry spec(.param .u64 x, .param .u64 out)
+.reqntid 16, 1, 1
+{
+    .reg .pred %p<3>;
+    .reg .b32 %r<16>;
+    .reg .f64 %fd<8>;
+    .reg .b64 %rd<12>;
+    ld.param.u64 %rd1, [x];
+    ld.param.u64 %rd2, [out];
+    mov.u32 %r1, %tid.x;
+    mov.u32 %r2, %ctaid.x;
+    mad.lo.u32 %r3, %r2, 16, %r1;
+    mul.wide.u32 %rd3, %r3, 24;
+    add.s64 %rd4, %rd1, %rd3;
+    ld.global.f64 %fd1, [%rd4];
+    ld.global.f64 %fd2, [%rd4+8];
+    ld.global.f64 %fd3, [%rd4+16];
+    and.b32 %r4, %r1, 3;
+    setp.eq.u32 %p1, %r4, 1;
+    fma.rn.f64 %fd1, %fd2, %fd3, %fd1;
+    add.rn.f64 %fd2, %fd1, %fd2;
+    mul.rn.f64 %fd3, %fd2, %fd3;
+    sub.rn.f64 %fd1, %fd3, %fd1;
+    div.rn.f64 %fd2, %fd2, %fd1;
+    fma.rn.f64 %fd1, %fd2, %fd3, %fd1;
+    add.rn.f64 %fd2, %fd1, %fd2;
+    mul.rn.f64 %fd3, %fd2, %fd3;
+    sub.rn.f64 %fd1, %fd3, %fd1;
+    div.rn.f64 %fd2, %fd2, %fd1;
+    fma.rn.f64 %fd1, %fd2, %fd3, %fd1;
+    add.rn.f64 %fd2, %fd1, %fd2;
+    mul.rn.f64 %fd3, %fd2, %fd3;
+    sub.rn.f64 %fd1, %fd3, %fd1;
+    div.rn.f64 %fd2, %fd2, %fd1;
+    fma.rn.f64 %fd1, %fd2, %fd3, %fd1;
+    add.rn.f64 %fd2, %fd1, %fd2;
+    mul.rn.f64 %fd3, %fd2, %fd3;
+    @%p1 fma.rn.f64 %fd3, %fd1, %fd2, %fd3;
+    sub.rn.f64 %fd1, %fd3, %fd1;
+    div.rn.f64 %fd2, %fd2, %fd1;
+    fma.rn.f64 %fd1, %fd2, %fd3, %fd1;
+    add.rn.f64 %fd2, %fd1, %fd2;
+    mul.rn.f64 %fd3, %fd2, %fd3;
+    sub.rn.f64 %fd1, %fd3, %fd1;
+    div.rn.f64 %fd2, %fd2, %fd1;
+    fma.rn.f64 %fd1, %fd2, %fd3, %fd1;
+    mov.b64 {%r10, %r11}, %fd1;
+    shfl.sync.down.b32 %r12, %r10, 1, 15, 0xffff;
+    shfl.sync.down.b32 %r13, %r11, 1, 15, 0xffff;
+    mov.b64 %fd4, {%r12, %r13};
+    add.rn.f64 %fd1, %fd4, %fd2;
+    add.rn.f64 %fd2, %fd1, %fd2;
+    mul.rn.f64 %fd3, %fd2, %fd3;
+    sub.rn.f64 %fd1, %fd3, %fd1;
+    div.rn.f64 %fd2, %fd2, %fd1;
+    fma.rn.f64 %fd1, %fd2, %fd3, %fd1;
+    add.rn.f64 %fd2, %fd1, %fd2;
+    mul.rn.f64 %fd3, %fd2, %fd3;
+    sub.rn.f64 %fd1, %fd3, %fd1;
+    div.rn.f64 %fd2, %fd2, %fd1;
+    fma.rn.f64 %fd1, %fd2, %fd3, %fd1;
+    add.rn.f64 %fd2, %fd1, %fd2;
+    mul.rn.f64 %fd3, %fd2, %fd3;
+    sub.rn.f64 %fd1, %fd3, %fd1;
+    div.rn.f64 %fd2, %fd2, %fd1;
+    mov.u32 %r5, 0;
+$L_loop:
+    setp.ge.u32 %p2, %r5, %r4;
+    @%p2 bra $L_done;
+    fma.rn.f64 %fd1, %fd2, %fd3, %fd1;
+    mul.rn.f64 %fd3, %fd3, %fd1;
+    add.u32 %r5, %r5, 1;
+    bra.uni $L_loop;
+$L_done:
+    add.s64 %rd5, %rd2, %rd3;
+    st.global.f64 [%rd5], %fd1;
+    st.global.f64 [%rd5+8], %fd2;
+    st.global.f64 [%rd5+16], %fd3;
+    ret;
+}
+"""
+
+
+@pytest.mark.parametrize(("pack", "special"), [(1, 0.0), (1, 0.1), (2, 0.02), (2, 0.3)])
+def test_speculated_nan_rules(pack: int, special: float) -> None:
+    """``.f64`` runs with one NaN test per piece (`_Lifter._speculated`): registers read
+    before they are written in a piece (the accumulators), a guarded write, a 64-bit
+    shuffle and a divergent loop (masked, lanes that left hold stale values) give the
+    interpreter's bits whether no lane, a few or many meet a NaN (its payload
+    decides the result: a cold copy reruns the piece with the exact rule)."""
+    module = parse_ptx(SPECULATED, "spec.ptx")
+    lifted = lift_kernel(module, "spec", wg_pack=pack, block=(16, 1, 1))
+    assert "fcmp ord" in lifted.ir_text
+    rng = np.random.default_rng(int(special * 100) + pack)
+    for _ in range(3):
+        x = floats(rng, 4 * 16 * 3, np.float64, special)
+        compare(module, "spec", 4, 16, pack, [x, np.zeros(4 * 16 * 3, np.float64)])
+        compare(module, "spec", 4, 16, pack, [x, np.zeros(4 * 16 * 3, np.float64)], engine="avx512")

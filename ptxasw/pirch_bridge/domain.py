@@ -45,7 +45,7 @@ from llvmlite import ir
 from ptxasw.emulator.concrete.domain import Bits, ConcreteDomain
 from ptxasw.emulator.semantics.domain import FpOp
 
-__all__ = ["Affine", "LLVMDomain", "Vec"]
+__all__ = ["Affine", "LLVMDomain", "Part", "Vec"]
 
 _F32_NAN = 0x7FFF_FFFF
 # .f32 operations whose result is NaN when an operand is and whose NaNs are made
@@ -115,6 +115,28 @@ class Vec:
     affine: Affine | None = None
     raw: ir.Value | None = None
     """An ``.f32`` result as floats before its NaNs were made canonical (`_FloatEmitter.input`)."""
+    part: Part | None = None
+    """Which bits of which wider value, read through which lane permutation, this
+    value is (`Part`), when it is no more than that."""
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Part:
+    """A value that is bits ``lo ..`` of ``whole``, lane ``i`` taken from lane
+    ``perm[i]`` of ``whole`` (``perm`` None: lane ``i`` itself).
+
+    Why: PTX has only 32-bit shuffles, so nvcc moves a 64-bit value between lanes
+    as two halves (``mov.b64 {lo, hi}``, two ``shfl.sync``, ``mov.b64 {lo, hi}``).
+    Lifted literally that is a split, two permutations and a merge per value (per
+    chunk: two narrowing conversions, two permutes, two widenings, a shift and an
+    or). `LLVMDomain.concat` of two halves of the same ``whole`` read through the
+    same permutation is that permutation of ``whole``: one 64-bit shuffle, the
+    same bits in every lane.
+    """
+
+    whole: Vec
+    lo: int
+    perm: tuple[int, ...] | None = None
 
 
 class LLVMDomain:
@@ -143,12 +165,64 @@ class LLVMDomain:
         # The lanes that run the current instruction when not all do (the lifter's
         # execution mask): results of the other lanes are never written.
         self.active: Vec | None = None
+        # `.f64` NaN rules of a speculated run (`speculating`, `exact_nans`): how many
+        # results were deferred, the one waiting for a partner, the ordered lanes so far.
+        self.deferred_nans: int | None = None
+        self._unpaired: ir.Value | None = None
+        self._ordered: ir.Value | None = None
+        self.exact_nans = False
 
     def begin_function(self, entry: ir.IRBuilder) -> None:
         """Lift into a new function: ``entry`` inserts before its entry block's terminator."""
         self.entry = entry
         self._hoisted = {}
         self.active = None
+
+    # ---- speculated NaN rules ------------------------------------------------------------
+    def speculating(self) -> None:
+        """From now on, `.f64` results whose NaNs follow the payload rule
+        (`_FloatEmitter.unless_nan`) are taken as the hardware gives them and kept
+        for one test (`some_nan`), instead of a test and a branch each.
+
+        Why this is exact: every such operation gives a NaN when an operand is one, so
+        when no result of the run is NaN in a running lane, no operand was either, and
+        each result is the one IEEE result (the rule only chooses among NaNs). When one
+        is, the lifter runs the whole run again from its start with the rule
+        (`exact_nans`). Lanes that do not run never reach a register (their results are
+        dropped when written), so the test looks only at the running ones."""
+        self.deferred_nans = 0
+        self._unpaired = self._ordered = None
+
+    def defer_nan(self, result: ir.Value) -> None:
+        """Keep ``result`` for `some_nan`: results are compared in pairs as they come (an
+        ordered compare of two is false where either is NaN) and the masks ANDed, so
+        each stays live only until its partner arrives."""
+        assert self.deferred_nans is not None
+        self.deferred_nans += 1
+        if self._unpaired is None:
+            self._unpaired = result
+            return
+        self._order(self._unpaired, result)
+        self._unpaired = None
+
+    def _order(self, x: ir.Value, y: ir.Value) -> None:
+        both = self.b.fcmp_ordered("ord", x, y)
+        self._ordered = both if self._ordered is None else self.b.and_(self._ordered, both)
+
+    def some_nan(self) -> ir.Value | None:
+        """An ``i1``: some running lane of some result kept since `speculating` is NaN
+        (None when there is none); ends the speculation."""
+        if self._unpaired is not None:
+            self._order(self._unpaired, self._unpaired)
+        ordered, self.deferred_nans, self._unpaired, self._ordered = self._ordered, None, None, None
+        if ordered is None:
+            return None
+        b = self.b
+        bad = b.not_(ordered)
+        if self.active is not None:
+            bad = b.and_(bad, self.active.value)
+        lanes = ir.IntType(self.lanes)
+        return b.icmp_unsigned("!=", b.bitcast(bad, lanes), ir.Constant(lanes, 0))
 
     # ---- types and constants ------------------------------------------------------------
     @property
@@ -432,7 +506,21 @@ class LLVMDomain:
         folded = self._try_fold("ite", (cond, a, b))
         if folded is not None:
             return folded
-        return Vec(self.b.select(cond.value, a.value, b.value), a.width)
+        return self._merged_part(cond, a, b, Vec(self.b.select(cond.value, a.value, b.value), a.width))
+
+    def _merged_part(self, cond: Vec, a: Vec, b: Vec, r: Vec) -> Vec:
+        """A select under constant lanes of two permutations of the same bits of one value
+        is a permutation of them too (``shfl.up``/``.down``: out of range, a lane keeps
+        its own value)."""
+        pa, pb = a.part, b.part
+        if cond.known is None or pa is None or pb is None or pa.whole.value is not pb.whole.value:
+            return r
+        if pa.lo != pb.lo or a.width != b.width:
+            return r
+        ident = tuple(range(self.lanes))
+        qa, qb = pa.perm or ident, pb.perm or ident
+        perm = tuple(qa[i] if c else qb[i] for i, c in enumerate(cond.known))
+        return dataclasses.replace(r, part=Part(pa.whole, pa.lo, perm))
 
     # ---- width changes ---------------------------------------------------------------------------
     def zext(self, a: Vec, width: int) -> Vec:
@@ -467,7 +555,7 @@ class LLVMDomain:
         if folded is not None:
             return folded
         v = self.b.lshr(a.value, ir.Constant(self.vtype(a.width), lo)) if lo else a.value
-        r = Vec(self.b.trunc(v, self.vtype(width)), width)
+        r = self._part_of(Vec(self.b.trunc(v, self.vtype(width)), width), a, lo)
         form = a.affine
         if form is None:
             return r
@@ -481,6 +569,35 @@ class LLVMDomain:
             return self._with(r, Affine(self._convert("trunc", shifted, width), (0,) * self.lanes))
         return r
 
+    @staticmethod
+    def _part_of(r: Vec, a: Vec, lo: int) -> Vec:
+        """``r`` (bits ``lo ..`` of ``a``) marked as a `Part` of ``a``'s whole."""
+        part = Part(a, lo) if a.part is None else Part(a.part.whole, a.part.lo + lo, a.part.perm)
+        return dataclasses.replace(r, part=part)
+
+    def _permuted(self, r: Vec, value: Vec, perm: Sequence[int]) -> Vec:
+        """``r`` (``value`` read through lane permutation ``perm``) keeps ``value``'s `Part`."""
+        p = value.part
+        if p is None or r.known is not None:
+            return r
+        composed = tuple(perm) if p.perm is None else tuple(p.perm[i] for i in perm)
+        return dataclasses.replace(r, part=Part(p.whole, p.lo, composed))
+
+    def _rejoined(self, hi: Vec, lo: Vec) -> Vec | None:
+        """``hi:lo`` as one permutation of a wider value when both halves are `Part`s of
+        it, adjacent and read through the same permutation (`Part`), else None."""
+        ph, pl = hi.part, lo.part
+        if ph is None or pl is None or ph.whole.value is not pl.whole.value or ph.perm != pl.perm:
+            return None
+        whole = ph.whole
+        if pl.lo != 0 or ph.lo != lo.width or hi.width + lo.width != whole.width:
+            return None
+        if ph.perm is None or ph.perm == tuple(range(self.lanes)):
+            return whole
+        undef = ir.Constant(whole.value.type, ir.Undefined)
+        shuffled = Vec(self.b.shuffle_vector(whole.value, undef, _mask_of(ph.perm)), whole.width)
+        return self._permuted(shuffled, whole, ph.perm)
+
     def concat(self, hi: Vec, lo: Vec) -> Vec:
         width = hi.width + lo.width
         if width > 64:
@@ -488,6 +605,9 @@ class LLVMDomain:
         folded = self._try_fold("concat", (hi, lo))
         if folded is not None:
             return folded
+        rejoined = self._rejoined(hi, lo)
+        if rejoined is not None:
+            return rejoined
         h = self.shl(self.zext(hi, width), self.const(lo.width, width))
         return self.or_(h, self.zext(lo, width))
 
@@ -624,7 +744,8 @@ class LLVMDomain:
             if perm == list(range(self.lanes)):
                 return value
             undef = ir.Constant(value.value.type, ir.Undefined)
-            return Vec(self.b.shuffle_vector(value.value, undef, _mask_of(perm)), value.width)
+            r = Vec(self.b.shuffle_vector(value.value, undef, _mask_of(perm)), value.width)
+            return self._permuted(r, value, perm)
         return self._gather_lanes(value, src)
 
     def _gather_lanes(self, value: Vec, src: Vec) -> Vec:
@@ -649,7 +770,8 @@ class LLVMDomain:
         if value.known is not None:
             return self._const_lanes([value.known[p] for p in perm], value.width)
         undef = ir.Constant(value.value.type, ir.Undefined)
-        return Vec(self.b.shuffle_vector(value.value, undef, _mask_of(perm)), value.width)
+        r = Vec(self.b.shuffle_vector(value.value, undef, _mask_of(perm)), value.width)
+        return self._permuted(r, value, perm)
 
     def group_reduce(self, kind: str, value: Vec) -> Vec:
         """``llvm.vector.reduce.<kind>`` over each work group, broadcast to its lanes."""
@@ -852,6 +974,11 @@ class _FloatEmitter:
         of the operation that only they would use."""
         d, b = self.d, self.b
         fast = d.from_float(result, 64)
+        if d.deferred_nans is not None:  # the lifter tests a whole run at once (`some_nan`)
+            d.defer_nan(result)
+            return fast
+        if d.exact_nans:  # the cold copy of a run that had a NaN: the rule, no branch
+            return exact()
         lanes = ir.IntType(d.lanes)
         nan = self.isnan(result)
         if d.active is not None:

@@ -56,7 +56,14 @@ from ptxasw.emulator.semantics.instructions import Semantics
 from ptxasw.errors import PtxError, UnsupportedError, UnsupportedInstruction
 from ptxasw.ir import isa
 from ptxasw.pirch_bridge.domain import Affine, LLVMDomain, Vec
-from ptxasw.pirch_bridge.machine import FRAME_BASE, LiftMachine, RegisterFile, Specials, plan_access_groups
+from ptxasw.pirch_bridge.machine import (
+    FRAME_BASE,
+    LiftMachine,
+    RegisterFile,
+    Specials,
+    plan_access_groups,
+    register_key,
+)
 from ptxasw.pirch_bridge.schedule import pressure as _pressure
 from ptxasw.pirch_bridge.schedule import schedule
 
@@ -76,6 +83,8 @@ _ARGS = (
     "nctaid_z",
 )
 _CONTROL = frozenset({"bra", "brx.idx", "call", "ret", "exit", "trap"})
+# `.f64` results whose NaN rule one speculated run tests at once (`_Lifter._speculated`).
+_SPECULATED = 32
 # What a block may keep live before it is reordered (`schedule`): 48 registers of 512 bits,
 # more than the host's 32 as every 64-bit register counts (most are addresses, kept scalar).
 _VECTOR_BITS = 48 * 512
@@ -673,14 +682,85 @@ class _Lifter:
             self.machine.exec = Vec(mask, 1)
         bb = self.cfg.blocks[blk]
         term = bb.terminator
+        body: list[ir.Instruction] = []
         for inst in self.scheduled[blk]:
             if inst is term:
                 break
             if inst.opcode in _CONTROL:
                 raise UnsupportedInstruction(inst.mnemonic, "calls are not lifted", inst.loc)
-            self.machine.inst = inst
-            self.sem.execute(inst)
+            body.append(inst)
+        # A reordered block (`schedule`) already fills the vector registers: speculating
+        # would keep each piece's inputs live until its test, and they would spill.
+        self._straight(body, speculate=self.scheduled[blk] is bb.instructions)
         self._leave(blk, term, full)
+
+    def _execute(self, inst: ir.Instruction) -> None:
+        self.machine.inst = inst
+        self.sem.execute(inst)
+
+    def _straight(self, body: list[ir.Instruction], speculate: bool) -> None:
+        """Straight-line code: runs of pure instructions (`_pure`) with ``.f64``
+        arithmetic are speculated (`_speculated`) when ``speculate``, the rest lifted
+        one by one."""
+        i = 0
+        while i < len(body):
+            j = i
+            while j < len(body) and _pure(body[j]):
+                j += 1
+            if j == i:
+                self._execute(body[i])
+                i += 1
+                continue
+            run = body[i:j]
+            if speculate and any(".f64" in isa.instruction_types(inst) for inst in run):
+                self._speculated(run)
+            else:
+                for inst in run:
+                    self._execute(inst)
+            i = j
+
+    def _speculated(self, run: list[ir.Instruction]) -> None:
+        """Lift ``run`` with one NaN test per `_SPECULATED` ``.f64`` results instead of
+        a test and a branch per operation (`LLVMDomain.speculating`). When some result
+        is NaN, a cold block puts back the registers the piece read before writing
+        them and runs the piece again with the exact NaN rules. The run has no memory
+        effect, so running it twice is running it once."""
+        m, d = self.machine, self.dom
+        start = 0
+        while start < len(run):
+            before = m.facts()
+            read: set[str] = set()
+            written: set[str] = set()
+            saved: list[tuple[ll.AllocaInstr, ll.Value]] = []
+            d.speculating()
+            end = start
+            while end < len(run) and (d.deferred_nans or 0) < _SPECULATED:
+                inst = run[end]
+                read.update(k for k in map(register_key, isa.uses(inst)) if k not in written)
+                for reg in isa.defs(inst):
+                    key = register_key(reg)
+                    if key in read and key not in written:  # its value before the piece
+                        slot = m.registers.slot(reg, 32)[0]
+                        saved.append((slot, d.b.load(slot)))
+                    written.add(key)
+                self._execute(inst)
+                end += 1
+            some = d.some_nan()
+            if some is not None:
+                fast = m.facts()
+                with d.b.if_then(some, likely=False):
+                    for slot, value in saved:
+                        d.b.store(value, slot)
+                    m.restore(before)
+                    d.exact_nans = True
+                    try:
+                        for inst in run[start:end]:
+                            self._execute(inst)
+                    finally:
+                        d.exact_nans = False
+                    slow = m.facts()
+                m.merge_facts(fast, slow, written)
+            start = end
 
     def _leave(self, blk: int, term: ir.Instruction | None, full: bool) -> None:
         """Hand the block's lanes to its successors (see the module documentation)."""
@@ -851,6 +931,17 @@ class _Lifter:
             b.branch(self.full_blocks[target])
             b.position_at_end(nxt)
         b.branch(self.dispatch)
+
+
+def _pure(inst: ir.Instruction) -> bool:
+    """Lifting ``inst`` twice in a row computes what once does: no memory effect, no
+    control flow, no carry flag (the machine keeps it apart from the registers)."""
+    return (
+        isa.memory_effect(inst) == isa.MemoryEffect.NONE
+        and inst.opcode not in _CONTROL
+        and not isa.reads_carry(inst)
+        and not isa.writes_carry(inst)
+    )
 
 
 def _mentions_symbol(init: object) -> bool:

@@ -39,7 +39,7 @@ from ptxasw.emulator.semantics.collectives import atomic_supported, atomic_updat
 from ptxasw.errors import UnsupportedInstruction
 from ptxasw.ir import isa
 from ptxasw.ir.isa import MemoryEffect
-from ptxasw.pirch_bridge.domain import Affine, LLVMDomain, Vec
+from ptxasw.pirch_bridge.domain import Affine, LLVMDomain, Part, Vec
 
 __all__ = ["LiftMachine", "RegisterFile", "Specials"]
 
@@ -74,6 +74,16 @@ class RegisterFile:
         b.store(ll.Constant(self.dom.vtype(width), None), slot)
         self.slots[key] = (slot, width)
         return self.slots[key]
+
+
+@dataclass(frozen=True)
+class BlockFacts:
+    """`LiftMachine`'s facts about registers written in the current block: their
+    `Affine` forms, ``.f32`` raw floats (`Vec.raw`) and `Part`s."""
+
+    forms: dict[str, Affine]
+    raw: dict[str, ll.Value]
+    parts: dict[str, Part]
 
 
 @dataclass
@@ -215,6 +225,8 @@ class LiftMachine:
         self.forms: dict[str, tuple[Affine, ir.Instruction]] = {}
         self.recent: dict[str, Affine] = {}
         self.recent_raw: dict[str, ll.Value] = {}  # `Vec.raw` of registers written in this block
+        # `Vec.part` of registers written in this block by every lane (a shuffle reads any lane)
+        self.recent_part: dict[str, Part] = {}
         # Grouped accesses (`AccessGroup`): the plan, loads already done by the group's
         # first member (id -> value), and stores held back until the group's last.
         self.groups: dict[int, AccessGroup] = {}
@@ -242,7 +254,29 @@ class LiftMachine:
         self.dom.active = None if lanes.known is not None and all(lanes.known) else lanes
         self.recent = {}  # a new block, or other lanes: earlier writes may not be theirs
         self.recent_raw = {}
+        self.recent_part = {}
         self.grouped = {}
+
+    def facts(self) -> BlockFacts:
+        """What this block's writes told so far (`recent` and the like), to put back or
+        merge around a speculated run (`restore`, `merge_facts`)."""
+        return BlockFacts(dict(self.recent), dict(self.recent_raw), dict(self.recent_part))
+
+    def restore(self, facts: BlockFacts) -> None:
+        self.recent, self.recent_raw, self.recent_part = dict(facts.forms), dict(facts.raw), dict(facts.parts)
+
+    def merge_facts(self, fast: BlockFacts, slow: BlockFacts, written: set[str]) -> None:
+        """After a run lifted twice (fast, and in a cold block with exact NaN rules):
+        what holds on both paths. The values behind ``raw`` and ``parts`` of registers
+        the run wrote exist on one path only; an `Affine` form is kept where both
+        paths derived the same one (the same entry-block base, the same offsets)."""
+
+        def same(a: Affine, c: Affine | None) -> bool:
+            return c is not None and a.base is c.base and a.offsets == c.offsets and a.nuw == c.nuw
+
+        self.recent = {k: v for k, v in fast.forms.items() if k not in written or same(v, slow.forms.get(k))}
+        self.recent_raw = {k: v for k, v in fast.raw.items() if k not in written}
+        self.recent_part = {k: v for k, v in fast.parts.items() if k not in written}
 
     def refuse(self, reason: str, inst: ir.Instruction | None = None) -> UnsupportedInstruction:
         inst = inst or self.inst
@@ -268,7 +302,8 @@ class LiftMachine:
             single = self.forms.get(key)
             if single is not None and self.inst is not None and self.dominates(single[1], self.inst):
                 form = single[0]
-        value = Vec(self.b.load(slot), stored, None, form, self.recent_raw.get(key))
+        raw, part = self.recent_raw.get(key), self.recent_part.get(key)
+        value = Vec(self.b.load(slot), stored, None, form, raw, part)
         return dm.resize(self.dom, value, width, False)
 
     def write(self, reg: ir.Register, value: Vec) -> None:
@@ -282,8 +317,12 @@ class LiftMachine:
         form = self.dom.lanes_of(new)
         self.recent.pop(key, None)
         self.recent_raw.pop(key, None)
+        self.recent_part.pop(key, None)
         if new.raw is not None:
             self.recent_raw[key] = new.raw
+        everyone = self.exec.known is not None and all(self.exec.known)
+        if new.part is not None and everyone:
+            self.recent_part[key] = new.part
         if form is not None:
             self.recent[key] = form
             if self.inst is not None and self.single_defs.get(key) is self.inst:
@@ -800,6 +839,10 @@ def _signed64(x: int) -> int:
 
 def _key(reg: ir.Register) -> str:
     return reg.name if reg.selector is None else f"{reg.name}.{reg.selector}"
+
+
+register_key = _key
+"""The name under which `LiftMachine` keeps facts about a register (``%r1``, ``%tid.x``)."""
 
 
 def _lane_list(lanes: list[int]) -> ll.Constant:

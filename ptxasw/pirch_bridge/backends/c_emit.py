@@ -708,9 +708,7 @@ def _icmp(t: _Translator, inst: ll.CompareInstr) -> None:
         raise t.refuse("vector comparison results of this shape")
     chunks = _mask_chunks_of(t, inst.operands[0])
     if chunks is not None and pred in ("==", "!=") and _is_zero(inst.operands[1]):
-        # "some lane set" of a lane mask: OR its __mmask chunks (spare lanes are clear),
-        # not the packed word built with shifts through general registers
-        t.define(inst, [f"(uint32_t)(({' | '.join(chunks)}) {pred} 0)"])
+        t.define(inst, [_some_lane(t, inst.operands[0], pred == "!=")])
         return
     if src.kind == "int" and src.parts > 1:
         if pred not in ("==", "!="):
@@ -724,6 +722,45 @@ def _icmp(t: _Translator, inst: ll.CompareInstr) -> None:
     elif signed:
         x, y = _sext_expr(x, src.bits), _sext_expr(y, src.bits)
     t.define(inst, [f"(uint32_t)({x} {c_pred} {y})"])
+
+
+def _some_lane(t: _Translator, cast: ll.Value, some: bool) -> str:
+    """Whether some lane of the lane mask that ``cast`` bitcasts is set (``some``) or none
+    is: its ``__mmask`` chunks ORed in mask registers and tested with one ``kortest``
+    (spare lanes are clear), not moved through general registers. A NaN test of a
+    value (``fcmp uno x, x``) compares its chunks in pairs (`_nan_pairs`)."""
+    assert isinstance(cast, ll.CastInstr)
+    native = t.val(cast.operands[0]).native
+    assert native is not None
+    per, masks = native[0], _nan_pairs(t, cast.operands[0]) or list(native[1])
+    bits = {8: "8", 16: "16", 32: "32", 64: "64"}[per]
+    while len(masks) > 2:
+        paired = [f"_kor_mask{bits}({a}, {b})" for a, b in zip(masks[0::2], masks[1::2], strict=False)]
+        masks = paired + (masks[-1:] if len(masks) % 2 else [])
+    a, b = masks if len(masks) == 2 else (masks[0], masks[0])
+    none = f"_kortestz_mask{bits}_u8({a}, {b})"
+    return f"(uint32_t)!{none}" if some else f"(uint32_t){none}"
+
+
+def _nan_pairs(t: _Translator, mask: ll.Value) -> list[str] | None:
+    """``fcmp uno x, x`` over several full chunks, for an any-lane test: an unordered
+    compare of two chunks is true where either is NaN, so pairs of chunks take one
+    compare each (half the compares of the lane mask itself)."""
+    if not isinstance(mask, ll.CompareInstr) or mask.opname != "fcmp" or mask.op != "uno":
+        return None
+    x, y = mask.operands
+    if x is not y:
+        return None
+    v = t.val(x)
+    el = v.lay.element
+    if v.lay.kind != "vec" or el is None or v.lay.parts < 2 or v.lay.lanes % el.per:
+        return None
+    parts = v.parts
+    twos = zip(parts[0::2], parts[1::2], strict=False)
+    pairs = [f"_mm512_cmp_{el.suffix}_mask({a}, {b}, _CMP_UNORD_Q)" for a, b in twos]
+    if len(parts) % 2:
+        pairs.append(f"_mm512_cmp_{el.suffix}_mask({parts[-1]}, {parts[-1]}, _CMP_UNORD_Q)")
+    return pairs
 
 
 def _mask_chunks_of(t: _Translator, value: ll.Value) -> list[str] | None:
