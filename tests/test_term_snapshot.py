@@ -64,3 +64,48 @@ def test_raw_falls_back_to_the_wrapper() -> None:
     raw = snapshot._raw(z3.z3core.Z3_get_ast_id)
     x = z3.BitVec("x", 8)
     assert raw(x.ctx_ref(), x.as_ast()) == x.get_id()
+
+
+def _declarations(e: z3.ExprRef) -> dict[str, z3.FuncDeclRef]:
+    out: dict[str, z3.FuncDeclRef] = {}
+    stack = [e]
+    while stack:
+        node = stack.pop()
+        if z3.is_app(node):
+            if node.decl().kind() == z3.Z3_OP_UNINTERPRETED:
+                out[node.decl().name()] = node.decl()
+            stack.extend(node.children())
+    return out
+
+
+def test_smtlib_reads_back_as_the_same_term() -> None:
+    """`Printer.smtlib` (the trace JSON's ``address_smt``) parses back, with
+    the term's own declarations, to the very term: shared subterms as
+    ``let``, symbols that need quoting quoted, indexed operators with their
+    indices, numerals at their width."""
+    x = z3.BitVec("%tid.x", 32)
+    it = z3.BitVec("iter_$L__BB1_5#1", 64)
+    p = z3.Bool("p")
+    load = z3.Function("load_global_32@3", z3.BitVecSort(64), z3.BitVecSort(32))
+    shared = x * 4 + 7
+    terms = [
+        z3.SignExt(32, shared) + z3.SignExt(32, shared) * it,
+        load(z3.ZeroExt(32, shared) + it) + z3.Extract(31, 0, it),
+        z3.If(
+            z3.And(p, z3.ULT(x, 5)), z3.RotateLeft(x, 3), z3.Concat(z3.BitVecVal(5, 3), z3.Extract(28, 0, x))
+        ),
+        z3.Or(z3.Not(p), z3.Distinct(x, shared, shared + 1)),
+        z3.UDiv(x, shared) + z3.SRem(x, z3.BitVecVal(3, 32)),
+    ]
+    printer = Printer()
+    for term in terms:
+        text = printer.smtlib(term)
+        decls = _declarations(term)
+        if z3.is_bool(term):
+            back = z3.parse_smt2_string(f"(assert {text})", decls=decls)[0]
+        else:
+            back = z3.parse_smt2_string(f"(assert (= {text} {text}))", decls=decls)[0].arg(0)
+        assert back.eq(term), (text, term.sexpr())
+    # A subterm used twice is bound once.
+    assert printer.smtlib(terms[0]).count("(bvmul") == 2  # x * 4 once, and the product with it
+    assert "(let ((a!1" in printer.smtlib(terms[0])

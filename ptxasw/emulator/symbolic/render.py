@@ -52,7 +52,7 @@ def to_json(analysis: KernelAnalysis, spaces: Iterable[str] | None = None) -> di
     def text(e: z3.ExprRef | None) -> str | None:
         return None if e is None else printer.text(e)
 
-    smt: dict[int, tuple[z3.ExprRef, str]] = {}  # forked flows repeat their parents' accesses
+    smt: dict[int, str] = {}  # by Z3 id: the printer keeps every term it read alive
     instructions: dict[int, str] = {}  # id(inst) -> text; the instructions outlive this call
 
     def instruction(inst: Any) -> str:
@@ -64,10 +64,11 @@ def to_json(analysis: KernelAnalysis, spaces: Iterable[str] | None = None) -> di
     def sexpr(e: z3.ExprRef | None) -> str | None:
         if e is None:
             return None
-        hit = smt.get(e.get_id())
+        key = e.get_id()
+        hit = smt.get(key)
         if hit is None:
-            hit = smt[e.get_id()] = (e, e.sexpr())
-        return hit[1]
+            hit = smt[key] = printer.smtlib(e)  # forked flows repeat their parents' accesses
+        return hit
 
     flows = []
     for flow, accesses in shown:

@@ -48,51 +48,17 @@ _sort = _raw(capi.Z3_get_sort)
 _sort_kind = _raw(capi.Z3_get_sort_kind)
 _bv_size = _raw(capi.Z3_get_bv_sort_size)
 _int_param = _raw(capi.Z3_get_decl_int_parameter)
+_num_params = _raw(capi.Z3_get_decl_num_parameters)
+_param_kind = _raw(capi.Z3_get_decl_parameter_kind)
 # These return strings: the wrappers convert them (and check errors), keep them.
 _decl_name = capi.Z3_get_decl_name
 _symbol_string = capi.Z3_get_symbol_string
 _numeral_string = capi.Z3_get_numeral_string
 
+_INT_PARAMETER = z3.Z3_PARAMETER_INT
 _APP = z3.Z3_APP_AST
 _NUMERAL = z3.Z3_NUMERAL_AST
 _BV_SORT = z3.Z3_BV_SORT
-# Kinds whose printing needs the declaration's name: symbols, uninterpreted
-# functions, and anything the printer has no notation for.
-_NAMELESS = frozenset(
-    {
-        z3.Z3_OP_BNUM,
-        z3.Z3_OP_TRUE,
-        z3.Z3_OP_FALSE,
-        z3.Z3_OP_BADD,
-        z3.Z3_OP_BSUB,
-        z3.Z3_OP_BMUL,
-        z3.Z3_OP_BNEG,
-        z3.Z3_OP_BNOT,
-        z3.Z3_OP_BAND,
-        z3.Z3_OP_BOR,
-        z3.Z3_OP_BXOR,
-        z3.Z3_OP_BSHL,
-        z3.Z3_OP_BLSHR,
-        z3.Z3_OP_BASHR,
-        z3.Z3_OP_EQ,
-        z3.Z3_OP_ITE,
-        z3.Z3_OP_AND,
-        z3.Z3_OP_OR,
-        z3.Z3_OP_NOT,
-        z3.Z3_OP_ULT,
-        z3.Z3_OP_ULEQ,
-        z3.Z3_OP_UGT,
-        z3.Z3_OP_UGEQ,
-        z3.Z3_OP_SLT,
-        z3.Z3_OP_SLEQ,
-        z3.Z3_OP_SGT,
-        z3.Z3_OP_SGEQ,
-        z3.Z3_OP_CONCAT,
-        z3.Z3_OP_EXTRACT,
-        z3.Z3_OP_SIGN_EXT,
-        z3.Z3_OP_ZERO_EXT,
-    }
-)
 
 
 @dataclass(slots=True, eq=False)
@@ -100,8 +66,9 @@ class Node:
     """One distinct subterm. ``kind`` is Z3's declaration kind (``Z3_OP_*``)
     for applications and numerals, None for anything else (bound variables,
     quantifiers: printed through Z3). ``size`` is the bit-vector width (0 for
-    other sorts); ``value`` a numeral's value; ``params`` an extract's
-    ``(high, low)``; ``name`` the declaration's name where the printer needs it."""
+    other sorts); ``value`` a numeral's value; ``name`` the declaration's
+    name and ``params`` its integer parameters (an extract's ``(high, low)``,
+    a sign extension's bit count)."""
 
     id: int
     kind: int | None
@@ -185,8 +152,10 @@ class Snapshot:
         kind = _decl_kind(ctx, decl)
         if ast_kind == _NUMERAL:
             return Node(key, kind, size, (), value=int(_numeral_string(ctx, ast)))
-        name = "" if kind in _NAMELESS else _symbol_string(ctx, _decl_name(ctx, decl))
-        params: tuple[int, ...] = ()
-        if kind == z3.Z3_OP_EXTRACT:
-            params = (_int_param(ctx, decl, 0), _int_param(ctx, decl, 1))
+        name = _symbol_string(ctx, _decl_name(ctx, decl))
+        params = tuple(
+            _int_param(ctx, decl, i)
+            for i in range(_num_params(ctx, decl))
+            if _param_kind(ctx, decl, i) == _INT_PARAMETER
+        )
         return Node(key, kind, size, args, name=name, params=params)
