@@ -700,12 +700,15 @@ $L_done:
 
 
 @pytest.mark.parametrize(("pack", "special"), [(1, 0.0), (1, 0.1), (2, 0.02), (2, 0.3)])
-def test_speculated_nan_rules(pack: int, special: float) -> None:
+def test_speculated_nan_rules(monkeypatch: pytest.MonkeyPatch, pack: int, special: float) -> None:
     """``.f64`` runs with one NaN test per piece (`_Lifter._speculated`): registers read
     before they are written in a piece (the accumulators), a guarded write, a 64-bit
     shuffle and a divergent loop (masked, lanes that left hold stale values) give the
     interpreter's bits whether no lane, a few or many meet a NaN (its payload
     decides the result: a cold copy reruns the piece with the exact rule)."""
+    from ptxasw.pirch_bridge import lift as lift_module
+
+    monkeypatch.setattr(lift_module, "_SPECULATE", True)  # off by default (see lift._SPECULATE)
     module = parse_ptx(SPECULATED, "spec.ptx")
     lifted = lift_kernel(module, "spec", wg_pack=pack, block=(16, 1, 1))
     assert "fcmp ord" in lifted.ir_text

@@ -85,6 +85,12 @@ _ARGS = (
 _CONTROL = frozenset({"bra", "brx.idx", "call", "ret", "exit", "trap"})
 # `.f64` results whose NaN rule one speculated run tests at once (`_Lifter._speculated`).
 _SPECULATED = 32
+# Whether runs are speculated at all. Off: measured against a test and branch per operation
+# (1 thread, min of 5-7, interleaved), it lost on gema_f64 WG8 (1.06x -> 0.92x gcc, short
+# runs between loads and stores), gemm_f64 WG8 (3.2x -> 2.3x) and trsv_f64 WG8 on llvm
+# (1.9x -> 0.9x), and won only trsv_f64 WG8 on avx512 (1.2x -> 1.8x): keeping each
+# piece's inputs live until its test costs more than the branches it saves.
+_SPECULATE = False
 # What a block may keep live before it is reordered (`schedule`): 48 registers of 512 bits,
 # more than the host's 32 as every 64-bit register counts (most are addresses, kept scalar).
 _VECTOR_BITS = 48 * 512
@@ -712,7 +718,7 @@ class _Lifter:
                 i += 1
                 continue
             run = body[i:j]
-            if speculate and any(".f64" in isa.instruction_types(inst) for inst in run):
+            if _SPECULATE and speculate and any(".f64" in isa.instruction_types(inst) for inst in run):
                 self._speculated(run)
             else:
                 for inst in run:
