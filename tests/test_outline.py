@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from ptxasw import ir
 from ptxasw.cli import main as cli
 from ptxasw.parser import parse_ptx, read_kernels
 from ptxasw.parser.outline import kernel_spans, select_kernels
@@ -107,6 +108,94 @@ GCC = r"""
 """
 
 
+# The device functions each kernel above reaches.
+CALLS = {"first": ["twice"]}
+
+# Device functions reached through a chain of calls, through a ``mov`` of
+# their address, and not at all; GCC-style declarations of each.
+FUNCS = r"""
+.version 7.0
+.target sm_70
+.address_size 64
+
+// BEGIN FUNCTION DECL: leaf
+.func (.param .u32 %value_out) leaf (.param .u32 %in_ar0);
+// BEGIN FUNCTION DECL: middle
+.func (.param .u32 %value_out) middle (.param .u32 %in_ar0);
+// BEGIN FUNCTION DECL: pointed
+.func pointed (.param .u64 %in_ar0);
+// BEGIN FUNCTION DECL: unused
+.func unused;
+
+.func (.param .u32 %value_out) leaf (.param .u32 %in_ar0)
+{
+	.reg.u32 %r;
+	ld.param.u32 %r, [%in_ar0];
+	st.param.u32 [%value_out], %r;
+	ret;
+}
+
+.func (.param .u32 %value_out) middle (.param .u32 %in_ar0)
+{
+	.reg.u32 %r;
+	ld.param.u32 %r, [%in_ar0];
+	{
+		.param .u32 %out;
+		.param .u32 %in;
+		st.param.u32 [%in], %r;
+		call (%out), leaf, (%in);
+		ld.param.u32 %r, [%out];
+	}
+	st.param.u32 [%value_out], %r;
+	ret;
+}
+
+.func pointed (.param .u64 %in_ar0)
+{
+	ret;
+}
+
+.func unused
+{
+	ret;
+}
+
+.entry calls (.param.u64 %in_ar0)
+{
+	.reg.u32 %r;
+	mov.u32 %r, 7;
+	{
+		.param .u32 %out;
+		.param .u32 %in;
+		st.param.u32 [%in], %r;
+		call (%out), middle, (%in);
+		ld.param.u32 %r, [%out];
+	}
+	ret;
+}
+
+.entry points (.param.u64 %in_ar0)
+{
+	.reg.u64 %p;
+	mov.u64 %p, pointed;
+	ret;
+}
+"""
+
+
+def test_device_functions_stay_when_something_kept_names_them() -> None:
+    whole = parse_ptx(FUNCS)
+    for kernel, reached in (("calls", ["leaf", "middle"]), ("points", ["pointed"])):
+        selected = select_kernels(FUNCS, {kernel})
+        assert selected is not None
+        alone = parse_ptx(selected[0])
+        defined = sorted(f.name for f in alone.functions if not f.is_kernel and f.body is not None)
+        assert defined == reached
+        (k,) = alone.kernels
+        assert k == next(f for f in whole.kernels if f.name == kernel)
+        assert selected[0].count("\n") == FUNCS.count("\n")
+
+
 @pytest.mark.parametrize("text", [NVCC, GCC], ids=["nvcc", "gcc"])
 def test_each_kernel_alone_parses_as_in_the_whole_file(text: str) -> None:
     whole = parse_ptx(text)
@@ -124,9 +213,10 @@ def test_each_kernel_alone_parses_as_in_the_whole_file(text: str) -> None:
         original = next(k for k in whole.kernels if k.name == name)
         assert kernel == original
         assert [i.loc for i in kernel.instructions()] == [i.loc for i in original.instructions()]
-        # What is not a kernel stays: the device function, the table.
-        assert [f.name for f in alone.functions if not f.is_kernel] == [
-            f.name for f in whole.functions if not f.is_kernel
+        # A device function stays when the kernel calls it; module variables always.
+        assert [f.name for f in alone.functions if not f.is_kernel] == CALLS.get(name, [])
+        assert [i for i in alone.items if isinstance(i, ir.VarDecl)] == [
+            i for i in whole.items if isinstance(i, ir.VarDecl)
         ]
 
 

@@ -1,17 +1,18 @@
 """Where a PTX file's kernels are, found without parsing it.
 
 A command asked for one kernel of a large file (``trace -k K``) need not
-parse the others: the outline finds each kernel's lines with one regular
-expression pass (comments and strings skipped, braces counted), and
-`select_kernels` blanks the lines of the kernels not asked for, keeping
-their newlines so that every position the parser reports stays the same.
-Everything that is not a kernel (directives, module variables, device
-functions) is kept.
+parse the others: the outline finds each kernel's and device function's
+lines with one regular expression pass (comments and strings skipped,
+braces counted), and `select_kernels` blanks the lines of the kernels not
+asked for and of the device functions nothing kept names, keeping their
+newlines so that every position the parser reports stays the same.
+Directives and module variables are always kept.
 
-The outline only answers when it is sure: a kernel that shares a line with
-other top-level text, unbalanced braces, or a kept kernel that names a
-blanked one (a device-side launch takes a kernel's address) make
-`select_kernels` return None, and the caller parses the whole file.
+The outline only answers when it is sure: a function that shares a line
+with other top-level text, unbalanced braces, or kept text that names a
+blanked kernel or function (a device-side launch takes a kernel's address,
+a call or a ``mov`` a function's) make `select_kernels` return None, and
+the caller parses the whole file.
 """
 
 from __future__ import annotations
@@ -22,24 +23,26 @@ from dataclasses import dataclass
 __all__ = ["KernelSpan", "kernel_spans", "select_kernels"]
 
 # What moves the brace depth, or hides braces: comments, strings, braces,
-# and the keyword that starts a kernel.
-_TOKENS = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|[{}]|(?<![\w.$%])\.entry\b', re.S)
+# and the keywords that start a kernel or a device function.
+_TOKENS = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|[{}]|(?<![\w.$%])\.(?:entry|func)\b', re.S)
 # After ``.entry NAME(...)``: a body opens with ``{``; a ``;`` first means a
 # declaration without a body.
 _BODY_OR_END = re.compile(r"//[^\n]*|/\*.*?\*/|[{;]", re.S)
 _NAME = re.compile(r"\s*([A-Za-z_$%][\w$]*)")
+_SPACE = re.compile(r"\s*")
 
 
 @dataclass(frozen=True)
 class KernelSpan:
-    """A kernel's name and its whole lines: ``text[start:end]``; a
-    declaration (GCC writes ``.entry NAME (...);`` before each definition)
-    when not ``defined``."""
+    """A kernel's (or with ``kind`` ``.func``, a device function's) name and
+    its whole lines: ``text[start:end]``; a declaration (GCC writes
+    ``.entry NAME (...);`` before each definition) when not ``defined``."""
 
     name: str
     start: int
     end: int
     defined: bool = True
+    kind: str = ".entry"
 
 
 def kernel_spans(text: str) -> list[KernelSpan] | None:
@@ -60,8 +63,8 @@ def kernel_spans(text: str) -> list[KernelSpan] | None:
             depth -= 1
             if depth < 0:
                 return None
-        elif token == ".entry" and depth == 0:
-            span = _kernel_at(text, m.start(), m.end())
+        elif token in (".entry", ".func") and depth == 0:
+            span = _kernel_at(text, m.start(), m.end(), token)
             if span is False:
                 return None
             assert isinstance(span, KernelSpan)
@@ -70,9 +73,13 @@ def kernel_spans(text: str) -> list[KernelSpan] | None:
     return spans if depth == 0 else None
 
 
-def _kernel_at(text: str, keyword: int, after: int) -> KernelSpan | bool | None:
-    """The span of the kernel whose ``.entry`` is at ``keyword``; None for a
-    declaration without a body; False when its lines are not its own."""
+def _kernel_at(text: str, keyword: int, after: int, kind: str = ".entry") -> KernelSpan | bool:
+    """The span of the function (definition or declaration) whose
+    ``.entry``/``.func`` is at ``keyword``; False when its lines are not its own."""
+    if kind == ".func":
+        after = _skip_returns(text, after)
+        if after < 0:
+            return False
     name = _NAME.match(text, after)
     if name is None:
         return False
@@ -94,7 +101,17 @@ def _kernel_at(text: str, keyword: int, after: int) -> KernelSpan | bool | None:
     rest = text[close + 1 : line_end].strip()
     if rest and not rest.startswith("//"):
         return False
-    return KernelSpan(name.group(1), start, line_end, defined)
+    return KernelSpan(name.group(1), start, line_end, defined, kind)
+
+
+def _skip_returns(text: str, after: int) -> int:
+    """Past a device function's return list ``(.param .b32 r)``, if any; -1
+    when it does not close."""
+    pos = _SPACE.match(text, after).end()  # type: ignore[union-attr]
+    if not text.startswith("(", pos):
+        return after
+    close = text.find(")", pos)
+    return -1 if close < 0 else close + 1
 
 
 def _matching_brace(text: str, open_at: int) -> int | None:
@@ -111,39 +128,59 @@ def _matching_brace(text: str, open_at: int) -> int | None:
 
 
 def select_kernels(text: str, names: set[str]) -> tuple[str, list[str]] | None:
-    """``text`` with every kernel not in ``names`` blanked (its newlines kept),
-    and the names of all the file's kernels; None when the outline is unsure,
-    a name asked for is not a kernel here, or what is kept names a blanked
-    kernel."""
+    """``text`` with every kernel not in ``names`` blanked, and every device
+    function that nothing kept names (newlines kept), and the names of all
+    the file's kernels; None when the outline is unsure, a name asked for is
+    not a kernel here, or what is kept names a blanked kernel or function."""
     spans = kernel_spans(text)
     if spans is None:
         return None
-    defined = [s.name for s in spans if s.defined]
+    defined = [s.name for s in spans if s.defined and s.kind == ".entry"]
     if not names <= set(defined) or len(set(defined)) != len(defined):
         return None
-    parts: list[str] = []
-    blanked: set[str] = set()
-    pos = 0
-    for span in spans:
-        if span.name in names:
+    drop = {i for i, s in enumerate(spans) if s.kind == ".entry" and s.name not in names}
+    funcs = {i for i, s in enumerate(spans) if s.kind == ".func"}
+    # Device functions: kept when named by what is kept, to a fixpoint.
+    kept_funcs: set[str] = set()
+    base = _blank(text, [s for i, s in enumerate(spans) if i in drop or i in funcs])
+    named = _words(base)
+    pending = [i for i in funcs if spans[i].defined and spans[i].name in named]
+    while pending:
+        i = pending.pop()
+        if spans[i].name in kept_funcs:
             continue
-        parts.append(text[pos : span.start])
-        parts.append("\n" * text.count("\n", span.start, span.end))
-        blanked.add(span.name)
-        pos = span.end
-    parts.append(text[pos:])
-    kept = "".join(parts)
-    if blanked and _names_any(kept, blanked):
+        kept_funcs.add(spans[i].name)
+        named |= _words(text[spans[i].start : spans[i].end])
+        pending.extend(j for j in funcs if spans[j].defined and spans[j].name in named)
+    # A function defined here and not kept goes with its declarations; one
+    # only declared (``.extern .func vprintf``) stays: it costs nothing.
+    defined_funcs = {spans[i].name for i in funcs if spans[i].defined}
+    drop |= {i for i in funcs if spans[i].name in defined_funcs and spans[i].name not in kept_funcs}
+    blanked = {spans[i].name for i in drop}
+    kept = _blank(text, [spans[i] for i in sorted(drop)])
+    if blanked & _words(kept):
         return None
     return kept, defined
 
 
-def _names_any(text: str, names: set[str]) -> bool:
-    """Whether ``text`` mentions any of ``names`` as a whole identifier
-    outside comments (nvcc's ``// .globl NAME`` lines name every kernel)."""
-    code = _COMMENT.sub(" ", text)
-    words = set(re.findall(r"[A-Za-z_$%][\w$]*", code))
-    return any(n in words for n in names)
+def _blank(text: str, spans: list[KernelSpan]) -> str:
+    """``text`` with the lines of ``spans`` (in file order) emptied, their
+    newlines kept."""
+    parts: list[str] = []
+    pos = 0
+    for span in sorted(spans, key=lambda s: s.start):
+        parts.append(text[pos : span.start])
+        parts.append("\n" * text.count("\n", span.start, span.end))
+        pos = span.end
+    parts.append(text[pos:])
+    return "".join(parts)
 
 
+def _words(text: str) -> set[str]:
+    """The identifiers ``text`` names outside comments (nvcc's ``// .globl
+    NAME`` lines name every kernel)."""
+    return set(_IDENTIFIER.findall(_COMMENT.sub(" ", text)))
+
+
+_IDENTIFIER = re.compile(r"[A-Za-z_$%][\w$]*")
 _COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
