@@ -141,21 +141,25 @@ def select_kernels(text: str, names: set[str]) -> tuple[str, list[str]] | None:
     drop = {i for i, s in enumerate(spans) if s.kind == ".entry" and s.name not in names}
     funcs = {i for i, s in enumerate(spans) if s.kind == ".func"}
     # Device functions: kept when named by what is kept, to a fixpoint.
+    definitions: dict[str, list[int]] = {}
+    for i in funcs:
+        if spans[i].defined:
+            definitions.setdefault(spans[i].name, []).append(i)
     kept_funcs: set[str] = set()
     base = _blank(text, [s for i, s in enumerate(spans) if i in drop or i in funcs])
     named = _words(base)
-    pending = [i for i in funcs if spans[i].defined and spans[i].name in named]
+    pending = [i for word in named for i in definitions.get(word, ())]
     while pending:
         i = pending.pop()
         if spans[i].name in kept_funcs:
             continue
         kept_funcs.add(spans[i].name)
-        named |= _words(text[spans[i].start : spans[i].end])
-        pending.extend(j for j in funcs if spans[j].defined and spans[j].name in named)
+        new = _words(text[spans[i].start : spans[i].end]) - named
+        named |= new
+        pending.extend(j for word in new for j in definitions.get(word, ()))
     # A function defined here and not kept goes with its declarations; one
     # only declared (``.extern .func vprintf``) stays: it costs nothing.
-    defined_funcs = {spans[i].name for i in funcs if spans[i].defined}
-    drop |= {i for i in funcs if spans[i].name in defined_funcs and spans[i].name not in kept_funcs}
+    drop |= {i for i in funcs if spans[i].name in definitions and spans[i].name not in kept_funcs}
     blanked = {spans[i].name for i in drop}
     kept = _blank(text, [spans[i] for i in sorted(drop)])
     if blanked & _words(kept):
