@@ -89,9 +89,6 @@ class Node:
         as ``z3.is_const``."""
         return self.kind is not None and not self.args
 
-    def is_app_of(self, kind: int) -> bool:
-        return self.kind == kind
-
 
 class Snapshot:
     """Nodes of the terms given to `node`, each distinct subterm read once."""
