@@ -22,13 +22,16 @@ from dataclasses import dataclass
 
 __all__ = ["KernelSpan", "kernel_spans", "select_kernels"]
 
+# Comments and identifiers, as the patterns below share them.
+_COMMENTS = r"//[^\n]*|/\*.*?\*/"
+_IDENTIFIER_TEXT = r"[A-Za-z_$%][\w$]*"
 # What moves the brace depth, or hides braces: comments, strings, braces,
 # and the keywords that start a kernel or a device function.
-_TOKENS = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|[{}]|(?<![\w.$%])\.(?:entry|func)\b', re.S)
+_TOKENS = re.compile(_COMMENTS + r'|"(?:\\.|[^"\\\n])*"|[{}]|(?<![\w.$%])\.(?:entry|func)\b', re.S)
 # After ``.entry NAME(...)``: a body opens with ``{``; a ``;`` first means a
 # declaration without a body.
-_BODY_OR_END = re.compile(r"//[^\n]*|/\*.*?\*/|[{;]", re.S)
-_NAME = re.compile(r"\s*([A-Za-z_$%][\w$]*)")
+_BODY_OR_END = re.compile(_COMMENTS + r"|[{;]", re.S)
+_NAME = re.compile(r"\s*(" + _IDENTIFIER_TEXT + ")")
 _SPACE = re.compile(r"\s*")
 
 
@@ -186,5 +189,5 @@ def _words(text: str) -> set[str]:
     return set(_IDENTIFIER.findall(_COMMENT.sub(" ", text)))
 
 
-_IDENTIFIER = re.compile(r"[A-Za-z_$%][\w$]*")
-_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+_IDENTIFIER = re.compile(_IDENTIFIER_TEXT)
+_COMMENT = re.compile(_COMMENTS, re.S)
