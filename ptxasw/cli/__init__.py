@@ -26,6 +26,7 @@ class LazyGroup(click.Group):
 
     lazy: ClassVar[dict[str, str]] = {
         "analyze": "ptxasw.cli.analyze:analyze_command",
+        "cache": "ptxasw.cli.cache:cache_command",
         "check": "ptxasw.cli.check:check",
         "fmt": "ptxasw.cli.fmt:fmt",
         "lift": "ptxasw.cli.lift:lift_command",

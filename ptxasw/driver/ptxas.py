@@ -42,6 +42,7 @@ Environment:
 ``PTXASW_PIPELINE``    ``module:function`` to run instead of
                        ``ptxasw.driver.pipeline:run_pipeline`` (tests, experiments).
 ``PTXASW_CACHE_DIR``   the result cache (`ptxasw.driver.cache`; ``off`` disables it).
+``PTXASW_CACHE_SIZE``  its size limit (default 1G; ``0``: none), kept by trimming now and then.
 ``PTXASW_TUNE_DIR``    the verdicts of ``ptxasw tune`` (`ptxasw.driver.tuning`; ``off``: none apply).
 ``PTXASW_MODE``, ``PTXASW_MAX_DELTA``, ``PTXASW_SYNTH``, ``PTXASW_UNSAFE``: the
                        synthesis settings (`ptxasw.driver.settings`).
@@ -838,7 +839,7 @@ def _result_cache() -> tuple[Any, dict[str, str]] | None:
     context = settings.synthesis_settings()
     # A new verdict of ``ptxasw tune`` for the target must not be hidden by an older result.
     context["tune"] = store_state(context["arch"])
-    return ResultCache(directory), context
+    return ResultCache(directory, settings.cache_size(warn=True)), context
 
 
 def target_arch(args: Iterable[Arg]) -> str | None:
@@ -1453,6 +1454,7 @@ def _settings_clean() -> bool:
     with contextlib.redirect_stderr(said):
         timeout_seconds()
         settings.synthesis_settings(warn=True)
+        settings.cache_size(warn=True)
     return not said.getvalue()
 
 

@@ -10,21 +10,28 @@ the pipeline's child, and must stay light: standard library only.
 ``PTXASW_SYNTH=0``    no synthesis: parse and print only.
 ``PTXASW_PROFIT``     ``model`` (default): keep only the shuffles the cost model says
                       pay on the target (`ptxasw.synth.cost`); ``always``: every proven one.
+``PTXASW_CACHE_SIZE`` the result cache's size limit (`ptxasw.driver.cache`): bytes, or a
+                      number with K, M, G or T (powers of 1024: ``500M``, ``2G``); ``0``:
+                      no limit; default 1G.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from collections.abc import Mapping
 
 __all__ = [
+    "DEFAULT_CACHE_SIZE",
+    "ENV_CACHE_SIZE",
     "ENV_MAX_DELTA",
     "ENV_MODE",
     "ENV_PROFIT",
     "ENV_SYNTH",
     "ENV_UNSAFE",
     "TARGET_ARCH",
+    "cache_size",
     "synthesis_settings",
 ]
 
@@ -33,6 +40,10 @@ ENV_MAX_DELTA = "PTXASW_MAX_DELTA"
 ENV_UNSAFE = "PTXASW_UNSAFE"
 ENV_SYNTH = "PTXASW_SYNTH"
 ENV_PROFIT = "PTXASW_PROFIT"
+ENV_CACHE_SIZE = "PTXASW_CACHE_SIZE"
+
+DEFAULT_CACHE_SIZE = 1 << 30
+_SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 #: The GPU the module is assembled for (``ptxas --gpu-name``), set by the
 #: drop-in before it runs the pipeline; None when unknown.
@@ -75,3 +86,38 @@ def synthesis_settings(env: Mapping[str, str] | None = None, *, warn: bool = Fal
         "profit": profit,
         "arch": TARGET_ARCH or "",
     }
+
+
+def cache_size(env: Mapping[str, str] | None = None, *, warn: bool = False) -> int:
+    """The result cache's size limit in bytes (0: no limit). A bad value gives
+    the default, with one warning on stderr when ``warn``: a cache that grows
+    without bound, or one trimmed to nothing, would hide the mistake."""
+    env = os.environ if env is None else env
+    raw = env.get(ENV_CACHE_SIZE, "")
+    if not raw.strip():
+        return DEFAULT_CACHE_SIZE
+    size = _parse_size(raw)
+    if size is None:
+        if warn:
+            print(
+                f"ptxasw: warning: {ENV_CACHE_SIZE}={raw!r} is not a size (500M, 2G, 0 for no limit); "
+                f"using 1G",
+                file=sys.stderr,
+                flush=True,
+            )
+        return DEFAULT_CACHE_SIZE
+    return size
+
+
+def _parse_size(text: str) -> int | None:
+    """``1048576``, ``500M``, ``1.5G``, ``2GiB``, ``0`` as bytes; None when not a size."""
+    text = text.strip().upper().removesuffix("IB").removesuffix("B")
+    unit = text[-1:] if text[-1:] in _SIZE_UNITS else ""
+    number = text[: len(text) - len(unit)].strip()
+    try:
+        value = float(number)
+    except ValueError:
+        return None
+    if not (value >= 0 and value * _SIZE_UNITS[unit] < 1 << 63):  # false for nan and inf
+        return None
+    return math.ceil(value * _SIZE_UNITS[unit])  # 0.5 is one byte, not no limit
