@@ -54,12 +54,13 @@ def _synthesis(record: dict) -> dict:
 
 @needs_ptxas
 def test_dropin_default_keeps_what_does_not_pay(tmp_path: Path) -> None:
-    """On sm_90 no exact shuffle pays (cost model): the analysis is skipped and
-    ptxas gets the user's own file."""
+    """On sm_90 no exact shuffle pays (cost model): the file is not even parsed
+    and ptxas gets the user's own file."""
     proc, record = _dropin(tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert _synthesis(record)["unprofitable"] == 1
-    assert record["inputs"][0]["rewritten"] is False
+    assert record["status"] == "unchanged" and record["reason"].startswith("no shuffle pays on sm_90 (")
+    assert record["inputs"] == []  # not even parsed
+    assert (tmp_path / "out.cubin").read_bytes()[:4] == b"\x7fELF"
 
 
 @needs_ptxas

@@ -227,10 +227,10 @@ def test_nvcc_through_a_shadow_toolkit(shadow: Path, tmp_path: Path) -> None:
     assert rec["tool"] == "ptxas" and rec["status"] == "ok" and rec["real_exit"] == 0
     assert rec["real"] == str((CUDA / "bin" / "ptxas").resolve())
     assert rec["inputs"][0]["rewritten"] is True and rec["inputs"][0]["input"].endswith(".ptx")
-    # The real pipeline parses and prints nvcc's PTX without falling back.
-    proc = subprocess.run(
-        cmd, env=hook_env(log, None), capture_output=True, text=True, timeout=120, cwd=tmp_path
-    )
+    # The real pipeline parses and prints nvcc's PTX without falling back (the synthesis
+    # forced: under the cost model the drop-in would not parse it at all).
+    env = {**hook_env(log, None), "PTXASW_PROFIT": "always"}
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == ""
     assert log_records(log)[-1]["status"] == "ok"
@@ -294,8 +294,9 @@ def test_clang_with_ptxas_path(tmp_path: Path) -> None:
     (rec,) = log_records(log)
     assert rec["status"] == "ok" and rec["inputs"][0]["input"].endswith(".s")
     assert rec["argv"][:4] == ["-m64", "-O3", "--gpu-name", "sm_90"]
-    # The real pipeline parses and prints clang's PTX without falling back.
-    env = hook_env(log, None)
+    # The real pipeline parses and prints clang's PTX without falling back (the synthesis
+    # forced, as above).
+    env = {**hook_env(log, None), "PTXASW_PROFIT": "always"}
     env["PTXASW_REAL_PTXAS"] = str(CUDA / "bin" / "ptxas")
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr

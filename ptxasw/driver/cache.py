@@ -42,6 +42,7 @@ from typing import Any
 
 __all__ = [
     "ENV_CACHE_DIR",
+    "FAST_ANY_INPUT",
     "FAST_KEYED_ENV",
     "FAST_MAGIC",
     "FAST_SKIP_ENV",
@@ -60,6 +61,7 @@ __all__ = [
     "package_files",
     "replace_atomically",
     "trim_cache",
+    "write_any_input_entry",
     "write_fast_entry",
 ]
 
@@ -213,6 +215,12 @@ FAST_MAGIC = f"ptxasw-fast-{FAST_FORMAT}"
 FAST_DIR = "fast"
 #: The folder of rewritten copies under `FAST_DIR`.
 COPIES_DIR = "ptx"
+#: The name of an entry under ``fast/<h1>/`` that holds for any PTX file
+#: (``unchanged``): written when the pipeline could change nothing whatever
+#: the text (`ptxasw.driver.settings.nothing_to_do`), so one Python run per
+#: command line serves every file a build compiles with it. Not a hex digest,
+#: so it never meets an ``h2``.
+FAST_ANY_INPUT = "any-input"
 
 #: Settings whose raw values are part of a fast entry's key: every setting of
 #: the drop-in that can change what it does for a given command line, except
@@ -367,6 +375,15 @@ def _write_fast_entry_locked(request: FastRequest, text: str | None, visited: st
         what, written = str(copy), len(payload)
     entry = f"{FAST_MAGIC}\n{what}\n{visited}\nend\n".encode("utf-8", "surrogateescape")
     return written + len(entry) if _write_atomic(path, entry) else None
+
+
+def write_any_input_entry(request: FastRequest, visited: str) -> bool:
+    """Record that every PTX file under ``h1`` assembles as it is (see
+    `FAST_ANY_INPUT`); False when it was not written."""
+    if "\n" in visited:
+        return False
+    entry = f"{FAST_MAGIC}\nunchanged\n{visited}\nend\n".encode("utf-8", "surrogateescape")
+    return _write_atomic(request.cache / FAST_DIR / request.h1 / FAST_ANY_INPUT, entry)
 
 
 def _write_atomic(path: Path, data: bytes, *, keep_same_size: bool = False) -> bool:

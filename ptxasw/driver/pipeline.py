@@ -26,7 +26,7 @@ from typing import Any, Protocol
 
 from ptxasw import ir
 from ptxasw.driver.deadline import MAX_LOGGED, Deadline
-from ptxasw.driver.settings import synthesis_settings
+from ptxasw.driver.settings import model_rules_out_shuffles, synthesis_settings
 from ptxasw.ir.builder import AnalysisCache, BuildError, FunctionBuilder
 from ptxasw.ir.printer import print_module
 from ptxasw.parser import parse_ptx
@@ -128,13 +128,10 @@ def default_passes() -> list[ModulePass]:
     settings = synthesis_settings(warn=True)
     if settings["synth"] == "0":
         return []
-    from ptxasw.synth.cost import NothingPaysPass, nothing_pays
+    if model_rules_out_shuffles(settings):
+        from ptxasw.synth.cost import NothingPaysPass
 
-    if settings["profit"] == "model" and nothing_pays(settings["arch"] or None, settings["mode"]):
-        from ptxasw.driver.tuning import store_state
-
-        if not store_state(settings["arch"]):  # no verdict of ``ptxasw tune`` can override the model
-            return [NothingPaysPass(settings["arch"] or None, settings["mode"])]
+        return [NothingPaysPass(settings["arch"] or None, settings["mode"])]
     from ptxasw.synth.detect import Options
     from ptxasw.synth.synthesize import ShuffleSynthesisPass
 

@@ -1250,8 +1250,11 @@ def passthrough(
     return rc
 
 
-def conclude(record: dict[str, Any], run: Run, outcomes: Sequence[Outcome], start: float, tool: str) -> int:
+def conclude(
+    record: dict[str, Any], run: Run, outcomes: Sequence[Outcome], start: float, tool: str, ok: str = "ok"
+) -> int:
     """Warn when ``tool`` rejected our PTX, complete the log record and log it.
+    ``ok``: the status of a run without fallback (``unchanged``: no input was read).
 
     Returns the real tool's exit status.
     """
@@ -1260,7 +1263,7 @@ def conclude(record: dict[str, Any], run: Run, outcomes: Sequence[Outcome], star
         warn(f"{tool} rejected the rewritten PTX ({run.rejected}); assembled the original PTX")
     fell_back = run.retried or any(o.status == "fallback" for o in outcomes)
     record.update(
-        status="fallback" if fell_back else "ok",
+        status="fallback" if fell_back else ok,
         inputs=[o.record() for o in outcomes],
         real_exit=run.returncode,
         seconds=round(time.monotonic() - start, 6),
@@ -1298,7 +1301,12 @@ def run_wrapper(argv: Sequence[str], *, allow_exec: bool = False) -> int:
     from ptxasw.driver import settings
 
     settings.TARGET_ARCH = target_arch(args)
-    results = _result_cache()
+    # When the pipeline could change nothing whatever the text, no input is read
+    # or parsed: ptxas runs on the command line as it is (its output still staged).
+    idle = None if os.environ.get(ENV_PIPELINE) else _nothing_to_do()
+    if idle is not None:
+        record["reason"] = idle
+    results = _result_cache() if idle is None else None
     replace: dict[int, str] = {}
     rename: dict[str, str] = {}
     lines: dict[str, LineMap] = {}
@@ -1310,7 +1318,7 @@ def run_wrapper(argv: Sequence[str], *, allow_exec: bool = False) -> int:
     staging = stage_output(args)
     try:
         ias_count = 0
-        for index, arg in enumerate(inputs):
+        for index, arg in enumerate(inputs if idle is None else []):
             if arg.kind == "stdin":
                 if orig_stdin is not None:
                     continue  # ptxas reads standard input once
@@ -1373,13 +1381,15 @@ def run_wrapper(argv: Sequence[str], *, allow_exec: bool = False) -> int:
                 why = exc.strerror or exc
                 print(f"ptxasw: error: cannot write {staging[1].target}: {why}", file=sys.stderr)
                 run.returncode = EXIT_FATAL
-        if fast is not None:
+        if fast is not None and idle is not None:
+            _record_any_input_entry(fast, argv, args, str(real.resolve()))
+        elif fast is not None:
             _record_fast_entry(fast, argv, args, read, outcomes, run, rename, str(real.resolve()))
     finally:
         scratch.close()
         if staging is not None:
             staging[1].discard()
-    return conclude(record, run, outcomes, start, "ptxas")
+    return conclude(record, run, outcomes, start, "ptxas", "unchanged" if idle is not None else "ok")
 
 
 def _record_fast_entry(
@@ -1419,6 +1429,36 @@ def _record_fast_entry(
             ):
                 return
         write_fast_entry(request, data, outcome.text, visited)
+    except Exception:  # a fast entry is an optimisation: never let it fail the build
+        return
+
+
+def _nothing_to_do() -> str | None:
+    """`ptxasw.driver.settings.nothing_to_do`, fail-open: any error of ours means
+    the pipeline runs as usual (and is itself fail-open)."""
+    from ptxasw.driver import settings
+
+    try:
+        return settings.nothing_to_do()
+    except Exception:
+        return None
+
+
+def _record_any_input_entry(payload: str, argv: Sequence[str], args: Sequence[Arg], visited: str) -> None:
+    """Record that the shadow script may run ptxas on the user's file for any
+    PTX under this command line's key (`ptxasw.driver.cache.write_any_input_entry`):
+    the pipeline was not run because it could change nothing, whatever the
+    text. Same checks of the script's reading as `_record_fast_entry`; never
+    fails the build."""
+    try:
+        from ptxasw.driver.cache import FastRequest, write_any_input_entry
+
+        request = FastRequest.parse(payload)
+        inputs = ptx_inputs(args)
+        if request is None or len(inputs) != 1 or not _same_reading(request, argv, args, inputs[0]):
+            return
+        if request.agrees() and _settings_clean():
+            write_any_input_entry(request, visited)
     except Exception:  # a fast entry is an optimisation: never let it fail the build
         return
 

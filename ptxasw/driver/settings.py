@@ -1,13 +1,15 @@
 """What the environment asks of the drop-in's pipeline, read without heavy imports.
 
-The wrapper process reads these (for its result cache key) before it forks
-the pipeline's child, and must stay light: standard library only.
+The wrapper process reads these (for its result cache key, and to see
+whether the pipeline can change anything at all) before it forks the
+pipeline's child, and must stay light: the standard library, the cost model
+and the verdict store, no parser and no solver.
 
 ``PTXASW_MODE``       ``normal`` (default); ``noload``/``nocorner`` are the paper's
                       ablations, wrong at warp edges: refused (with a warning) unless
                       ``PTXASW_UNSAFE=1``.
 ``PTXASW_MAX_DELTA``  the largest shuffle distance (default 31).
-``PTXASW_SYNTH=0``    no synthesis: parse and print only.
+``PTXASW_SYNTH=0``    no synthesis: the drop-in hands ``ptxas`` the file unparsed (`nothing_to_do`).
 ``PTXASW_PROFIT``     ``model`` (default): keep only the shuffles the cost model says
                       pay on the target (`ptxasw.synth.cost`); ``always``: every proven one.
 ``PTXASW_CACHE_SIZE`` the result cache's size limit (`ptxasw.driver.cache`): bytes, or a
@@ -32,6 +34,8 @@ __all__ = [
     "ENV_UNSAFE",
     "TARGET_ARCH",
     "cache_size",
+    "model_rules_out_shuffles",
+    "nothing_to_do",
     "synthesis_settings",
 ]
 
@@ -86,6 +90,45 @@ def synthesis_settings(env: Mapping[str, str] | None = None, *, warn: bool = Fal
         "profit": profit,
         "arch": TARGET_ARCH or "",
     }
+
+
+def nothing_to_do() -> str | None:
+    """Why the default passes cannot change any module under this environment
+    and target, or None when they may.
+
+    Then the drop-in need not parse at all: it hands ``ptxas`` the user's file
+    at the cost of starting Python (the parse, the imports behind it and the
+    printing were most of a cold run's overhead), and a shadow toolkit records
+    that for every file of the same command line (`ptxasw.driver.cache`). The
+    answer agrees with `ptxasw.driver.pipeline.default_passes`: synthesis off,
+    or the cost model ruling out every shuffle on the target with no
+    ``ptxasw tune`` verdict that could overrule it. Bad settings are warned
+    about here only when the answer is a reason: otherwise the pipeline runs
+    and warns itself (once).
+    """
+    settings = synthesis_settings()
+    if settings["synth"] == "0":
+        reason = "synthesis off (PTXASW_SYNTH=0)"
+    elif model_rules_out_shuffles(settings):
+        from ptxasw.synth.cost import unprofitable_reason
+
+        reason = unprofitable_reason(settings["arch"] or None, settings["mode"])
+    else:
+        return None
+    synthesis_settings(warn=True)
+    return reason
+
+
+def model_rules_out_shuffles(settings: dict[str, str]) -> bool:
+    """Whether the cost model keeps no shuffle on the target and no stored
+    verdict of ``ptxasw tune`` overrides it (the model applies to every load)."""
+    from ptxasw.synth.cost import nothing_pays
+
+    if settings["profit"] != "model" or not nothing_pays(settings["arch"] or None, settings["mode"]):
+        return False
+    from ptxasw.driver.tuning import store_state
+
+    return not store_state(settings["arch"])
 
 
 def cache_size(env: Mapping[str, str] | None = None, *, warn: bool = False) -> int:

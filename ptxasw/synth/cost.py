@@ -25,7 +25,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["CALIBRATED", "Costs", "NothingPaysPass", "costs_for", "nothing_pays", "site_cost"]
+__all__ = [
+    "CALIBRATED",
+    "Costs",
+    "NothingPaysPass",
+    "costs_for",
+    "nothing_pays",
+    "site_cost",
+    "unprofitable_reason",
+]
 
 
 @dataclass(frozen=True)
@@ -84,6 +92,12 @@ def nothing_pays(arch: str | None, mode: str) -> bool:
     return site_cost(costs, 32, mode) >= costs.load
 
 
+def unprofitable_reason(arch: str | None, mode: str) -> str:
+    """What the drop-in logs when `nothing_pays`: the target and the cheapest shuffle's cost."""
+    cost = site_cost(costs_for(arch), 32, mode)
+    return f"no shuffle pays on {arch or 'this target'} ({cost:.2f} warp loads for 1)"
+
+
 class NothingPaysPass:
     """What the drop-in runs instead of the synthesis where no shuffle can pay:
     it records that, and costs neither the analysis nor its imports (Z3 and
@@ -98,12 +112,5 @@ class NothingPaysPass:
         from ptxasw.driver.pipeline import PassResult
 
         kernels = len(getattr(module, "kernels", []))
-        cost = site_cost(costs_for(self.arch), 32, self.mode)
-        return PassResult(
-            False,
-            {
-                "kernels": kernels,
-                "unprofitable": kernels,
-                "reason": f"no shuffle pays on {self.arch or 'this target'} ({cost:.2f} warp loads for 1)",
-            },
-        )
+        reason = unprofitable_reason(self.arch, self.mode)
+        return PassResult(False, {"kernels": kernels, "unprofitable": kernels, "reason": reason})

@@ -1,0 +1,259 @@
+"""Tests of the drop-in's "nothing to do" path: when the pipeline could change
+no module whatever its text (synthesis off, or the cost model ruling out every
+shuffle on the target with no ``ptxasw tune`` verdict against it), the wrapper
+runs ptxas on the user's file without parsing it, and a shadow toolkit records
+one fast entry that serves every file compiled with the same command line.
+
+What matters: the answer agrees with what the pipeline would have done (the
+same files reach ptxas), it is never given where the pipeline could change
+something (forced synthesis, a verdict, a custom pipeline), bad settings are
+still warned about once, and a shadow's any-input entry never hands ptxas a
+rewritten copy.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ptxasw.driver import settings
+from ptxasw.driver.cache import FAST_ANY_INPUT, FAST_MAGIC
+from ptxasw.driver.pipeline import default_passes
+from ptxasw.driver.ptxas import main
+from ptxasw.synth.cost import NothingPaysPass
+from tests.test_driver_fastpath import JACOBI, Shadow, copy_package, make_shadow
+from tests.test_wrapper import HOOKS_DIR, MINI_PTX, Fake, warnings_in, write_fake
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> pytest.MonkeyPatch:
+    """No ptxasw setting of the caller's, a cache of the test's own, and the test pipelines importable."""
+    import os
+
+    for var in [v for v in os.environ if v.startswith(("PTXASW_", "FAKE_"))]:
+        monkeypatch.delenv(var)
+    monkeypatch.setenv("PTXASW_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.syspath_prepend(str(HOOKS_DIR))
+    return monkeypatch
+
+
+@pytest.fixture
+def fake_ptxas(tmp_path: Path, env: pytest.MonkeyPatch) -> Fake:
+    """A stand-in for ptxas that records what it was given (`tests.test_wrapper`)."""
+    tool = write_fake(tmp_path / "fakebin" / "ptxas")
+    log = tmp_path / "fake.jsonl"
+    env.setenv("PTXASW_REAL_PTXAS", str(tool))
+    env.setenv("FAKE_TOOL_LOG", str(log))
+    return Fake(tool, log)
+
+
+@pytest.fixture
+def kernel(tmp_path: Path) -> Path:
+    """A one-load kernel, and a second file with another text beside it."""
+    p = tmp_path / "src" / "kernel.ptx"
+    p.parent.mkdir()
+    p.write_text(MINI_PTX)
+    (p.parent / "jacobi.ptx").write_text(JACOBI.read_text())
+    return p
+
+
+@pytest.fixture(scope="module")
+def package_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return copy_package(tmp_path_factory.mktemp("site"))
+
+
+@pytest.fixture
+def shadow(tmp_path: Path, package_copy: Path) -> Shadow:
+    return make_shadow(tmp_path, package_copy)
+
+
+@pytest.fixture
+def target(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> pytest.MonkeyPatch:
+    """sm_90 as the drop-in's target, with the environment's settings and verdicts cleared."""
+    for var in ("PTXASW_SYNTH", "PTXASW_PROFIT", "PTXASW_MODE", "PTXASW_MAX_DELTA", "PTXASW_UNSAFE"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("PTXASW_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("PTXASW_TUNE_DIR", raising=False)
+    monkeypatch.setattr(settings, "TARGET_ARCH", "sm_90")
+    return monkeypatch
+
+
+def _verdict(cache: Path, arch: str = "sm_90") -> Path:
+    """A stored verdict file for ``arch`` (its content does not matter to the question)."""
+    path = cache / "tune" / arch / "k.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("{}")
+    return path
+
+
+# --------------------------------------------------------------------------
+# The answer agrees with the default pipeline
+
+
+def test_nothing_to_do_agrees_with_the_default_passes(target: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    cases = [
+        ({}, True),  # the model: nothing pays on sm_90
+        ({"PTXASW_SYNTH": "0"}, True),
+        ({"PTXASW_PROFIT": "always"}, False),
+        ({"PTXASW_MODE": "nocorner", "PTXASW_UNSAFE": "1"}, False),  # the unsafe ablation pays
+    ]
+    for env, idle in cases:
+        with pytest.MonkeyPatch.context() as mp:
+            for k, v in env.items():
+                mp.setenv(k, v)
+            passes = default_passes()
+            assert all(isinstance(p, NothingPaysPass) for p in passes) == idle, env
+            assert (settings.nothing_to_do() is not None) == idle, env
+    _verdict(tmp_path / "cache")
+    assert settings.nothing_to_do() is None  # a verdict may overrule the model
+    assert not isinstance(default_passes()[0], NothingPaysPass)
+
+
+def test_the_reason_names_the_target(target: pytest.MonkeyPatch) -> None:
+    why = settings.nothing_to_do()
+    assert why is not None and why.startswith("no shuffle pays on sm_90 (")
+    target.setenv("PTXASW_SYNTH", "0")
+    assert settings.nothing_to_do() == "synthesis off (PTXASW_SYNTH=0)"
+
+
+# --------------------------------------------------------------------------
+# The Python wrapper
+
+
+def _log(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_the_wrapper_hands_ptxas_the_users_file_and_logs_why(
+    fake_ptxas: Fake, kernel: Path, env: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    log = tmp_path / "w.jsonl"
+    env.setenv("PTXASW_LOG", str(log))
+    before = kernel.read_bytes()
+    out = str(tmp_path / "k.cubin")
+    assert main(["-arch", "sm_90", str(kernel), "-o", out]) == 0
+    (call,) = fake_ptxas.calls()
+    assert call["argv"][:4] == ["-arch", "sm_90", str(kernel), "-o"]  # the output is staged
+    assert call["files"] == {str(kernel): MINI_PTX}
+    (record,) = _log(log)
+    assert record["status"] == "unchanged" and record["reason"].startswith("no shuffle pays on sm_90")
+    assert record["inputs"] == []  # no pipeline ran
+    assert kernel.read_bytes() == before
+    assert not (tmp_path / "cache").exists()  # no result entry: there was no result to keep
+
+
+def test_forced_synthesis_still_runs_the_pipeline(
+    fake_ptxas: Fake, kernel: Path, env: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    log = tmp_path / "w.jsonl"
+    env.setenv("PTXASW_LOG", str(log))
+    env.setenv("PTXASW_PROFIT", "always")
+    jacobi = kernel.parent / "jacobi.ptx"
+    assert main(["-arch", "sm_90", str(jacobi)]) == 0
+    (record,) = _log(log)
+    (inp,) = record["inputs"]
+    assert record["status"] == "ok" and "parse" in [p["name"] for p in inp["passes"]]
+    (call,) = fake_ptxas.calls()
+    (text,) = call["files"].values()
+    assert "shfl.sync" in text
+
+
+def test_the_wrapper_imports_no_parser_when_there_is_nothing_to_do(fake_ptxas: Fake, kernel: Path) -> None:
+    """The point of the path: neither the parser nor the solver is loaded."""
+    import os
+
+    probe = (
+        "import sys; from ptxasw.driver.ptxas import main; rc = main(sys.argv[1:]);"
+        "print(rc, *(m in sys.modules for m in ('lark', 'ptxasw.parser', 'ptxasw.ir', 'z3')))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe, "-arch", "sm_90", str(kernel)],
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=kernel.parent,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["0", "False", "False", "False", "False"]
+    assert fake_ptxas.calls()[0]["argv"] == ["-arch", "sm_90", str(kernel)]
+
+
+def test_a_bad_setting_is_still_warned_about_once(
+    fake_ptxas: Fake, kernel: Path, env: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    env.setenv("PTXASW_MODE", "bogus")
+    assert main(["-arch", "sm_90", str(kernel)]) == 0
+    (line,) = warnings_in(capfd.readouterr().err)
+    assert "PTXASW_MODE='bogus'" in line
+    assert fake_ptxas.calls()[0]["argv"] == ["-arch", "sm_90", str(kernel)]
+
+
+def test_a_custom_pipeline_always_runs(fake_ptxas: Fake, kernel: Path, env: pytest.MonkeyPatch) -> None:
+    env.setenv("PTXASW_PIPELINE", "pipeline_hooks:add_comment")
+    assert main(["-arch", "sm_90", str(kernel)]) == 0
+    (call,) = fake_ptxas.calls()
+    (text,) = call["files"].values()
+    assert text != MINI_PTX  # the hook's edit reached ptxas
+
+
+# --------------------------------------------------------------------------
+# The shadow toolkit's any-input entry
+
+
+def test_one_python_run_serves_every_file_of_a_command_line(
+    shadow: Shadow, kernel: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "out.cubin"
+    first = shadow.run("-arch", "sm_90", kernel, "-o", out)
+    assert first.rc == 0 and not first.fast, first.stderr
+    (entry,) = shadow.entries()
+    assert entry.name == FAST_ANY_INPUT
+    assert entry.read_text().splitlines() == [FAST_MAGIC, "unchanged", str(shadow.real.resolve()), "end"]
+    other = kernel.parent / "jacobi.ptx"
+    second = shadow.run("-arch", "sm_90", other, "-o", out)
+    assert second.fast and second.argv == ["-arch", "sm_90", str(other), "-o", str(out)]
+    assert out.read_text() == JACOBI.read_text()  # the user's text, not a rewrite
+    assert second.visited == first.visited
+    # Another command line is another key.
+    assert not shadow.run("-arch", "sm_90", "-O2", other, "-o", out).fast
+
+
+def test_forced_synthesis_records_per_file_entries_only(shadow: Shadow, kernel: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out.cubin"
+    jacobi = kernel.parent / "jacobi.ptx"
+    for _ in range(2):
+        assert shadow.run("-arch", "sm_90", jacobi, "-o", out, PTXASW_PROFIT="always").rc == 0
+    assert "shfl.sync" in out.read_text()
+    names = [e.name for e in shadow.entries()]
+    assert names and FAST_ANY_INPUT not in names
+
+
+def test_a_new_verdict_ends_the_any_input_entry(shadow: Shadow, kernel: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out.cubin"
+    jacobi = kernel.parent / "jacobi.ptx"
+    shadow.run("-arch", "sm_90", kernel, "-o", out)
+    assert shadow.run("-arch", "sm_90", jacobi, "-o", out).fast
+    _verdict(shadow.cache)
+    assert not shadow.run("-arch", "sm_90", jacobi, "-o", out).fast  # the verdict is in the key
+    # Python now runs the pipeline: no any-input entry under the new key.
+    assert sum(e.name == FAST_ANY_INPUT for e in shadow.entries()) == 1
+
+
+def test_an_any_input_entry_naming_a_copy_is_refused(shadow: Shadow, kernel: Path, tmp_path: Path) -> None:
+    """Only ``unchanged`` may hold for any input: a path there (a corrupt or
+    foreign entry) would assemble one file's rewrite for another."""
+    out = tmp_path / "out.cubin"
+    shadow.run("-arch", "sm_90", kernel, "-o", out)
+    (entry,) = shadow.entries()
+    lines = entry.read_text().splitlines()
+    entry.write_text("\n".join([lines[0], str(kernel), *lines[2:]]) + "\n")
+    other = kernel.parent / "jacobi.ptx"
+    call = shadow.run("-arch", "sm_90", other, "-o", out)
+    assert not call.fast and out.read_text() == JACOBI.read_text()
