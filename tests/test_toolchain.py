@@ -347,3 +347,15 @@ def test_gcc_openacc_through_the_as_shim(tmp_path: Path) -> None:
     assert rec["status"] == "ok" and rec["inputs"][0]["rewritten"] is True
     run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0 and run.stdout.strip() == "21.0"
+    # The default pipeline under the cost model could change nothing: `as` gets GCC's
+    # PTX unread (no target on GCC's command line: the lowest calibration decides).
+    proc = subprocess.run(
+        cmd, env=hook_env(log, None), capture_output=True, text=True, timeout=300, cwd=tmp_path
+    )
+    assert proc.returncode == 0 and "ptxasw" not in proc.stderr, proc.stderr
+    rec = log_records(log)[-1]
+    assert (
+        rec["status"] == "unchanged" and rec["reason"].startswith("no shuffle pays") and rec["inputs"] == []
+    )
+    run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0 and run.stdout.strip() == "21.0"

@@ -38,6 +38,7 @@ from ptxasw.driver.ptxas import (
     find_real_tool,
     log_record,
     passthrough,
+    pipeline_idle,
     read_stdin,
     run_transformed,
     stage_target,
@@ -135,8 +136,12 @@ def run_as(argv: Sequence[str], *, allow_exec: bool = False) -> int:
         return passthrough(orig_cmd, env, record, start, allow_exec=allow_exec)
 
     timeout = timeout_seconds()
-    positions = [i for i in as_inputs(argv) if argv[i] != "-"]
-    from_stdin = not positions
+    # Nothing to read or transform when the pipeline could change nothing (`pipeline_idle`).
+    idle = pipeline_idle()
+    if idle is not None:
+        record["reason"] = idle
+    positions = [i for i in as_inputs(argv) if argv[i] != "-"] if idle is None else []
+    from_stdin = not positions and idle is None
     new_argv = list(argv)
     outcomes: list[Outcome] = []
     orig_stdin: bytes | None = None
@@ -197,7 +202,7 @@ def run_as(argv: Sequence[str], *, allow_exec: bool = False) -> int:
         scratch.close()
         if staged is not None:
             staged[1].discard()
-    return conclude(record, run, outcomes, start, "nvptx-none-as")
+    return conclude(record, run, outcomes, start, "nvptx-none-as", "unchanged" if idle is not None else "ok")
 
 
 def _stage_as_output(argv: Sequence[str]) -> tuple[int, StagedOutput] | None:

@@ -1303,7 +1303,7 @@ def run_wrapper(argv: Sequence[str], *, allow_exec: bool = False) -> int:
     settings.TARGET_ARCH = target_arch(args)
     # When the pipeline could change nothing whatever the text, no input is read
     # or parsed: ptxas runs on the command line as it is (its output still staged).
-    idle = None if os.environ.get(ENV_PIPELINE) else _nothing_to_do()
+    idle = pipeline_idle()
     if idle is not None:
         record["reason"] = idle
     results = _result_cache() if idle is None else None
@@ -1433,9 +1433,13 @@ def _record_fast_entry(
         return
 
 
-def _nothing_to_do() -> str | None:
-    """`ptxasw.driver.settings.nothing_to_do`, fail-open: any error of ours means
-    the pipeline runs as usual (and is itself fail-open)."""
+def pipeline_idle() -> str | None:
+    """Why the drop-in's pipeline could change no input whatever its text
+    (`ptxasw.driver.settings.nothing_to_do`), or None: always None for a
+    custom pipeline (PTXASW_PIPELINE). Fail-open: an error of ours means the
+    pipeline runs as usual (and is itself fail-open)."""
+    if os.environ.get(ENV_PIPELINE):
+        return None
     from ptxasw.driver import settings
 
     try:
