@@ -581,6 +581,25 @@ def test_cli_stats(tmp_path: Path) -> None:
     assert run_cli(tmp_path / "absent", "--stats").returncode == 0
 
 
+def test_cli_stats_shows_other_tools_files_apart(tmp_path: Path) -> None:
+    """The lifter's compiled kernels and the parser's tables share the default
+    folder: shown, never counted in the size or trimmed."""
+    cache = tmp_path / "cache"
+    filled(cache)
+    size = sizes(cache)
+    (cache / "pirch" / "ab").mkdir(parents=True)
+    (cache / "pirch" / "ab" / "kernel.so").write_bytes(b"\0" * 100_000)
+    (cache / "grammar.lark-cache").write_bytes(b"\0" * 5000)
+    stats = json.loads(run_cli(cache, "--json").stdout)
+    assert stats["size"] == size and stats["other_names"] == ["grammar.lark-cache", "pirch/"]
+    assert stats["other"] >= 105_000
+    (line,) = [ln for ln in run_cli(cache).stdout.splitlines() if ln.startswith("other")]
+    assert "in grammar.lark-cache, pirch/ (not the drop-in's" in line
+    assert run_cli(cache, "--trim", PTXASW_CACHE_SIZE="1").returncode == 0
+    assert (cache / "pirch" / "ab" / "kernel.so").stat().st_size == 100_000
+    assert (cache / "grammar.lark-cache").exists()
+
+
 def test_cli_trim(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     filled(cache)

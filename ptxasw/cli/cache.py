@@ -88,6 +88,9 @@ def _show_stats(found: cache.CacheStats, as_json: bool) -> None:
         click.echo(f"temporary  {found.temporaries} files (of killed or running writers)")
     where = found.verdicts_directory or f"off ({tuning.ENV_TUNE_DIR}=off)"
     click.echo(f"verdicts   {found.verdicts} in {where} (not counted, never trimmed)")
+    if found.other_names:
+        shown = ", ".join(found.other_names[:4]) + (", ..." if len(found.other_names) > 4 else "")
+        click.echo(f"other      {_size(found.other)} in {shown} (not the drop-in's: not counted or trimmed)")
 
 
 def _show_report(

@@ -492,6 +492,10 @@ class CacheStats:
     temporaries: int
     verdicts: int
     verdicts_directory: str | None
+    #: what else the folder holds (other tools' files: the lifter's compiled
+    #: kernels, the parser's tables): never counted, trimmed or cleared here
+    other: int = 0
+    other_names: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -563,7 +567,27 @@ def cache_stats(directory: Path, limit: int, verdicts: Path | None) -> CacheStat
         len(inv.temporaries),
         len(_verdict_files(verdicts)) if verdicts is not None else 0,
         None if verdicts is None else str(verdicts),
+        *_others(directory),
     )
+
+
+def _others(directory: Path) -> tuple[int, list[str]]:
+    """Bytes on disk and names of what the folder holds besides the cache, its
+    locks and ``tune/`` (folders are summed whole, links not followed)."""
+    total, names = 0, []
+    for top in _listing(directory):
+        name = top.name
+        ours = (_is_hex(name, 2) or name == FAST_DIR) and top.is_dir(follow_symlinks=False)
+        if ours or name in ("tune", TRIM_LOCK, FAST_LOCK):
+            continue
+        folder = top.is_dir(follow_symlinks=False)
+        names.append(name + ("/" if folder else ""))
+        for path in [Path(top.path), *(Path(top.path).rglob("*") if folder else [])]:
+            with contextlib.suppress(OSError):
+                st = path.lstat()
+                if stat.S_ISREG(st.st_mode):
+                    total += st.st_blocks * 512
+    return total, sorted(names)
 
 
 def _trim(directory: Path, limit: int, *, everything: bool) -> TrimReport:
