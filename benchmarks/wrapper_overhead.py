@@ -260,8 +260,9 @@ def measure(
                     status="/".join(statuses),
                 )
             )
-        build = measure_build([r_file for r_file in files if r_file.name in {r.file for r in rows}],
-                              real, script, env, senv, Path(tmp), repeat)  # fmt: skip
+        assembled = {r.file for r in rows}  # the files ptxas did not refuse
+        timed = [f for f in files if f.name in assembled]
+        build = measure_build(timed, real, script, env, senv, Path(tmp), repeat)
     return rows, startup, build
 
 
@@ -291,17 +292,17 @@ def measure_build(
     plain: list[float] = []
     shadow: list[float] = []
     python_runs = 0
+    hook = tmp / "build-hook"  # a sitecustomize that counts Python starts
+    hook.mkdir(exist_ok=True)
+    (hook / "sitecustomize.py").write_text(
+        "import os\nwith open(os.environ['BUILD_STARTS'], 'a') as f:\n    f.write('started\\n')\n"
+    )
     for k in range(repeat):
         plain.append(
             sum(run_ms([str(real), "-arch", ptx_arch(f), str(f), "-o", str(out)], env)[0] for f in files)
         )
         cache = tmp / f"build-cache-{k}"
         starts = tmp / f"build-starts-{k}"
-        hook = tmp / "build-hook"
-        hook.mkdir(exist_ok=True)
-        (hook / "sitecustomize.py").write_text(
-            "import os\nwith open(os.environ['BUILD_STARTS'], 'a') as f:\n    f.write('started\\n')\n"
-        )
         benv = {
             **senv,
             "PTXASW_CACHE_DIR": str(cache),

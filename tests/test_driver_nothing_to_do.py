@@ -26,7 +26,7 @@ from ptxasw.driver.pipeline import default_passes
 from ptxasw.driver.ptxas import main
 from ptxasw.synth.cost import NothingPaysPass
 from tests.test_driver_fastpath import JACOBI, Shadow, copy_package, make_shadow
-from tests.test_wrapper import HOOKS_DIR, MINI_PTX, Fake, warnings_in, write_fake
+from tests.test_wrapper import HOOKS_DIR, MINI_PTX, Fake, install_fake, warnings_in
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -46,11 +46,7 @@ def env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> pytest.MonkeyPatch:
 @pytest.fixture
 def fake_ptxas(tmp_path: Path, env: pytest.MonkeyPatch) -> Fake:
     """A stand-in for ptxas that records what it was given (`tests.test_wrapper`)."""
-    tool = write_fake(tmp_path / "fakebin" / "ptxas")
-    log = tmp_path / "fake.jsonl"
-    env.setenv("PTXASW_REAL_PTXAS", str(tool))
-    env.setenv("FAKE_TOOL_LOG", str(log))
-    return Fake(tool, log)
+    return install_fake(tmp_path, env)
 
 
 @pytest.fixture

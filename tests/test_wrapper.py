@@ -131,13 +131,18 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
     return monkeypatch
 
 
-@pytest.fixture
-def fake(tmp_path: Path, clean_env: pytest.MonkeyPatch) -> Fake:
+def install_fake(tmp_path: Path, mp: pytest.MonkeyPatch) -> Fake:
+    """A fake ptxas under ``tmp_path`` that the drop-in takes for the real one."""
     tool = write_fake(tmp_path / "fakebin" / "ptxas")
     log = tmp_path / "fake.jsonl"
-    clean_env.setenv("PTXASW_REAL_PTXAS", str(tool))
-    clean_env.setenv("FAKE_TOOL_LOG", str(log))
+    mp.setenv("PTXASW_REAL_PTXAS", str(tool))
+    mp.setenv("FAKE_TOOL_LOG", str(log))
     return Fake(tool, log)
+
+
+@pytest.fixture
+def fake(tmp_path: Path, clean_env: pytest.MonkeyPatch) -> Fake:
+    return install_fake(tmp_path, clean_env)
 
 
 @pytest.fixture

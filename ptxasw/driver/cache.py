@@ -373,7 +373,7 @@ def _write_fast_entry_locked(request: FastRequest, text: str | None, visited: st
         if not _write_atomic(copy, payload, keep_same_size=True):
             return None
         what, written = str(copy), len(payload)
-    entry = f"{FAST_MAGIC}\n{what}\n{visited}\nend\n".encode("utf-8", "surrogateescape")
+    entry = _entry_bytes(what, visited)
     return written + len(entry) if _write_atomic(path, entry) else None
 
 
@@ -382,8 +382,13 @@ def write_any_input_entry(request: FastRequest, visited: str) -> bool:
     `FAST_ANY_INPUT`); False when it was not written."""
     if "\n" in visited:
         return False
-    entry = f"{FAST_MAGIC}\nunchanged\n{visited}\nend\n".encode("utf-8", "surrogateescape")
-    return _write_atomic(request.cache / FAST_DIR / request.h1 / FAST_ANY_INPUT, entry)
+    path = request.cache / FAST_DIR / request.h1 / FAST_ANY_INPUT
+    return _write_atomic(path, _entry_bytes("unchanged", visited))
+
+
+def _entry_bytes(what: str, visited: str) -> bytes:
+    """A fast entry's four lines (the format above): what to assemble, the loop guard."""
+    return f"{FAST_MAGIC}\n{what}\n{visited}\nend\n".encode("utf-8", "surrogateescape")
 
 
 def _write_atomic(path: Path, data: bytes, *, keep_same_size: bool = False) -> bool:

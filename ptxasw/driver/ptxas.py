@@ -1412,15 +1412,15 @@ def _record_fast_entry(
     ``-g``, whose cubin records the input's name. Never fails the build.
     """
     try:
-        from ptxasw.driver.cache import FastRequest, write_fast_entry
+        from ptxasw.driver.cache import write_fast_entry
 
-        request = FastRequest.parse(payload)
-        if request is None or run.returncode != 0 or run.retried or len(outcomes) != 1 or len(read) != 1:
+        if run.returncode != 0 or run.retried or len(outcomes) != 1 or len(read) != 1:
             return
         outcome, (arg, data) = outcomes[0], read[0]
         if outcome.status != "ok" or outcome.note is not None or _skipped_any(outcome.passes):
             return
-        if not _same_reading(request, argv, args, arg) or not request.agrees() or not _settings_clean():
+        request = _agreed_request(payload, argv, args, arg)
+        if request is None:
             return
         if outcome.text is not None:
             said = run.output or b""
@@ -1455,16 +1455,26 @@ def _record_any_input_entry(payload: str, argv: Sequence[str], args: Sequence[Ar
     text. Same checks of the script's reading as `_record_fast_entry`; never
     fails the build."""
     try:
-        from ptxasw.driver.cache import FastRequest, write_any_input_entry
+        from ptxasw.driver.cache import write_any_input_entry
 
-        request = FastRequest.parse(payload)
         inputs = ptx_inputs(args)
-        if request is None or len(inputs) != 1 or not _same_reading(request, argv, args, inputs[0]):
-            return
-        if request.agrees() and _settings_clean():
+        request = _agreed_request(payload, argv, args, inputs[0]) if len(inputs) == 1 else None
+        if request is not None:
             write_any_input_entry(request, visited)
     except Exception:  # a fast entry is an optimisation: never let it fail the build
         return
+
+
+def _agreed_request(payload: str, argv: Sequence[str], args: Sequence[Arg], arg: Arg) -> FastRequest | None:
+    """The shadow script's request when it holds for this run: well formed, its
+    reading of the command line ours (`_same_reading`, ``arg`` the PTX file), its
+    folders and protocol ours, and no setting warned about (a hit would not warn)."""
+    from ptxasw.driver.cache import FastRequest
+
+    request = FastRequest.parse(payload)
+    if request is None or not _same_reading(request, argv, args, arg):
+        return None
+    return request if request.agrees() and _settings_clean() else None
 
 
 def _same_reading(request: FastRequest, argv: Sequence[str], args: Sequence[Arg], arg: Arg) -> bool:
