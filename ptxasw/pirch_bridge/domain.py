@@ -171,6 +171,8 @@ class LLVMDomain:
         self._unpaired: ir.Value | None = None
         self._ordered: ir.Value | None = None
         self.exact_nans = False
+        # The result being lifted needs no test of its own (`_Lifter._nan_covered`).
+        self.nan_covered = False
 
     def begin_function(self, entry: ir.IRBuilder) -> None:
         """Lift into a new function: ``entry`` inserts before its entry block's terminator."""
@@ -892,6 +894,11 @@ def _mask_of(perm: Sequence[int]) -> ir.Constant:
     return ir.Constant(ir.VectorType(ir.IntType(32), len(perm)), perm)
 
 
+# A division runs lane by lane when at most one lane per this many 512-bit registers of
+# the operands runs it (`_FloatEmitter.on_running_lanes`).
+_FEW_LANES = 2
+
+
 class _FloatEmitter:
     """The IR of one `FpOp` on ``.f32``/``.f64`` lanes, exact as the concrete domain is."""
 
@@ -975,7 +982,8 @@ class _FloatEmitter:
         d, b = self.d, self.b
         fast = d.from_float(result, 64)
         if d.deferred_nans is not None:  # the lifter tests a whole run at once (`some_nan`)
-            d.defer_nan(result)
+            if not d.nan_covered:  # else a NaN here reaches a tested result (`_nan_covered`)
+                d.defer_nan(result)
             return fast
         if d.exact_nans:  # the cold copy of a run that had a NaN: the rule, no branch
             return exact()
@@ -1082,18 +1090,41 @@ class _FloatEmitter:
             out = d.ite(Vec(self.isnan(v), 1), self.quiet64(v), out)
         return out
 
+    def on_running_lanes(self, op: Callable[..., ir.Value], *xs: ir.Value) -> ir.Value:
+        """``op`` of the vectors ``xs``, lane by lane on scalars when the execution mask
+        is a known handful of lanes (`_FEW_LANES`), else on the whole vectors.
+
+        Why: a division costs as much in a lane as in a whole 512-bit register (about
+        ten cycles a register on the hosts measured), and warp-synchronous code often
+        divides in one lane only (``if (lane == k) x = x / pivot``, unrolled per ``k``,
+        as in LDU). The other lanes keep ``xs[0]``: they do not run, and their results
+        are never written (`LLVMDomain.active`)."""
+        d, b = self.d, self.b
+        active = d.active
+        if active is None or active.known is None:
+            return op(*xs)
+        lanes = [i for i, bit in enumerate(active.known) if bit & 1]
+        registers = max(1, d.lanes * self.width // 512)
+        if len(lanes) > max(1, registers // _FEW_LANES):
+            return op(*xs)
+        out = xs[0]
+        for lane in lanes:
+            at = ir.Constant(ir.IntType(32), lane)
+            out = b.insert_element(out, op(*(b.extract_element(x, at) for x in xs)), at)
+        return out
+
     def op_div(self, xs: list[ir.Value]) -> Vec:
         b = self.b
         x, y = xs
         if self.width == 64:
             if self.op.approx:
                 _unsupported(self.op)
-            return self.nan64(b.fdiv(x, y), [x, y])
+            return self.nan64(self.on_running_lanes(b.fdiv, x, y), [x, y])
         wx, wy = self.widen(x), self.widen(y)
         q = b.fdiv(wx, wy)
         if self.op.approx or not self.op.ftz:
             if not self.op.approx:
-                return self.canonical32(b.fdiv(x, y))
+                return self.canonical32(self.on_running_lanes(b.fdiv, x, y))
             return self.finish32(q)
         residual = self.call("llvm.fma", [b.fneg(q), wy, wx])  # exact: a - q*b
         ok = b.and_(

@@ -85,11 +85,14 @@ _ARGS = (
 _CONTROL = frozenset({"bra", "brx.idx", "call", "ret", "exit", "trap"})
 # `.f64` results whose NaN rule one speculated run tests at once (`_Lifter._speculated`).
 _SPECULATED = 32
-# Whether runs are speculated at all. Off: measured against a test and branch per operation
-# (1 thread, min of 5-7, interleaved), it lost on gema_f64 WG8 (1.06x -> 0.92x gcc, short
-# runs between loads and stores), gemm_f64 WG8 (3.2x -> 2.3x) and trsv_f64 WG8 on llvm
-# (1.9x -> 0.9x), and won only trsv_f64 WG8 on avx512 (1.2x -> 1.8x): keeping each
-# piece's inputs live until its test costs more than the branches it saves.
+# Whether runs of blocks kept in nvcc's order are speculated too (reordered blocks always
+# are). Off: measured against a test and branch per operation (1 thread, min of 5-7,
+# interleaved), it lost on gema_f64 WG8 (1.06x -> 0.92x gcc, short runs between loads and
+# stores), gemm_f64 WG8 (3.2x -> 2.3x) and trsv_f64 WG8 on llvm (1.9x -> 0.9x), and won
+# only trsv_f64 WG8 on avx512 (1.2x -> 1.8x): keeping each piece's inputs live until its
+# test costs more than the branches it saves. With the tests of chains' ends only
+# (`_nan_covered`), still 1.61x -> 0.84x gcc on trsv_f64 WG8 (llvm). In reordered blocks
+# it wins: gemm_f64 WG32 0.34x -> 0.56x gcc on llvm, 0.39x -> 1.13x on avx512 (2 threads).
 _SPECULATE = False
 # What a block may keep live before it is reordered (`schedule`): 48 registers of 512 bits,
 # more than the host's 32 as every 64-bit register counts (most are addresses, kept scalar).
@@ -227,6 +230,8 @@ class _Lifter:
         self.dom = LLVMDomain(self.module, warp, pack * (self.block_lanes // warp))
         self.lanes = self.dom.lanes
         self.mask_t = ll.VectorType(ll.IntType(1), self.lanes)
+        self._readers: dict[str, list[ir.Instruction]] | None = None  # `_nan_covered`
+        self._single: dict[str, ir.Instruction] = {}
 
     # ---- layout ----------------------------------------------------------------------------
     def _register_types(self) -> dict[str, str]:
@@ -695,9 +700,10 @@ class _Lifter:
             if inst.opcode in _CONTROL:
                 raise UnsupportedInstruction(inst.mnemonic, "calls are not lifted", inst.loc)
             body.append(inst)
-        # A reordered block (`schedule`) already fills the vector registers: speculating
-        # would keep each piece's inputs live until its test, and they would spill.
-        self._straight(body, speculate=self.scheduled[blk] is bb.instructions)
+        # A reordered block (`schedule`) runs chain by chain, and a chain's NaN test is
+        # at its end (`_nan_covered`): speculated, its code is the multiply-adds alone.
+        reordered = self.scheduled[blk] is not bb.instructions
+        self._straight(body, speculate=reordered or _SPECULATE)
         self._leave(blk, term, full)
 
     def _execute(self, inst: ir.Instruction) -> None:
@@ -718,7 +724,7 @@ class _Lifter:
                 i += 1
                 continue
             run = body[i:j]
-            if _SPECULATE and speculate and any(".f64" in isa.instruction_types(inst) for inst in run):
+            if speculate and any(".f64" in isa.instruction_types(inst) for inst in run):
                 self._speculated(run)
             else:
                 for inst in run:
@@ -732,6 +738,7 @@ class _Lifter:
         them and runs the piece again with the exact NaN rules. The run has no memory
         effect, so running it twice is running it once."""
         m, d = self.machine, self.dom
+        covered = self._nan_covered(run)
         start = 0
         while start < len(run):
             before = m.facts()
@@ -740,8 +747,12 @@ class _Lifter:
             saved: list[tuple[ll.AllocaInstr, ll.Value]] = []
             d.speculating()
             end = start
-            while end < len(run) and (d.deferred_nans or 0) < _SPECULATED:
+            open_until = -1  # the last reader of a result whose test its readers' tests make
+            while end < len(run) and ((d.deferred_nans or 0) < _SPECULATED or open_until >= end):
                 inst = run[end]
+                last_reader = covered.get(end)
+                if last_reader is not None:
+                    open_until = max(open_until, last_reader)
                 read.update(k for k in map(register_key, isa.uses(inst)) if k not in written)
                 for reg in isa.defs(inst):
                     key = register_key(reg)
@@ -749,7 +760,11 @@ class _Lifter:
                         slot = m.registers.slot(reg, 32)[0]
                         saved.append((slot, d.b.load(slot)))
                     written.add(key)
-                self._execute(inst)
+                d.nan_covered = last_reader is not None
+                try:
+                    self._execute(inst)
+                finally:
+                    d.nan_covered = False
                 end += 1
             some = d.some_nan()
             if some is not None:
@@ -767,6 +782,38 @@ class _Lifter:
                     slow = m.facts()
                 m.merge_facts(fast, slow, written)
             start = end
+
+    def _nan_covered(self, run: list[ir.Instruction]) -> dict[int, int]:
+        """The positions in ``run`` of `.f64` results that need no NaN test of their own,
+        each with the position of its last reader.
+
+        Such a result is written once in the kernel, and every instruction that reads
+        it comes later in ``run`` and gives a NaN in each lane where an operand is one
+        (`_propagates_nan`). A NaN in it therefore reaches, lane for lane, a result that
+        is tested, or (by the same argument) one of those readers' readers: in a chain
+        ``c = fma(a, b, c)`` only the chain's end is tested. The readers must be in the
+        same speculated piece (`_speculated` does not end a piece between them)."""
+        if self._readers is None:
+            readers: dict[str, list[ir.Instruction]] = {}
+            for inst in self.cfg.instructions:
+                for reg in isa.uses(inst):
+                    readers.setdefault(register_key(reg), []).append(inst)
+            self._readers = readers
+            self._single = self._single_definitions()
+        where = {id(inst): p for p, inst in enumerate(run)}
+        covered: dict[int, int] = {}
+        for p, inst in enumerate(run):
+            defs = isa.defs(inst)
+            if not _propagates_nan(inst) or len(defs) != 1:
+                continue
+            key = register_key(defs[0])
+            readers_of = self._readers.get(key, [])
+            if self._single.get(key) is not inst or not readers_of:
+                continue
+            places = [where.get(id(r), -1) for r in readers_of]
+            if all(q > p for q in places) and all(_propagates_nan(r) for r in readers_of):
+                covered[p] = max(places)
+        return covered
 
     def _leave(self, blk: int, term: ir.Instruction | None, full: bool) -> None:
         """Hand the block's lanes to its successors (see the module documentation)."""
@@ -937,6 +984,22 @@ class _Lifter:
             b.branch(self.full_blocks[target])
             b.position_at_end(nxt)
         b.branch(self.dispatch)
+
+
+# `.f64` operations whose result is NaN in each lane where an operand is, and whose
+# result the domain tests for the NaN rule (`_FloatEmitter.unless_nan`).
+_NAN_PROPAGATING = frozenset({"add", "sub", "mul", "fma", "mad", "div", "sqrt"})
+
+
+def _propagates_nan(inst: ir.Instruction) -> bool:
+    """Whether ``inst`` is an unguarded IEEE ``.f64`` operation in round-to-nearest
+    (`_NAN_PROPAGATING`): a NaN operand makes its result NaN in that lane."""
+    return (
+        inst.opcode in _NAN_PROPAGATING
+        and inst.guard is None
+        and isa.instruction_types(inst) == (".f64",)
+        and set(inst.modifiers) <= {".rn", ".f64"}
+    )
 
 
 def _pure(inst: ir.Instruction) -> bool:
