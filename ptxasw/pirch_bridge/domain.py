@@ -173,6 +173,11 @@ class LLVMDomain:
         self.exact_nans = False
         # The result being lifted needs no test of its own (`_Lifter._nan_covered`).
         self.nan_covered = False
+        # A fast variant's NaN lanes so far (an alloca of lane masks), and whether the
+        # instruction being lifted runs before any side effect (`_Lifter._emit`): then its
+        # `.f64` results are only gathered there, not tested.
+        self.nan_seen: ir.Value | None = None
+        self.accumulating = False
 
     def begin_function(self, entry: ir.IRBuilder) -> None:
         """Lift into a new function: ``entry`` inserts before its entry block's terminator."""
@@ -981,6 +986,14 @@ class _FloatEmitter:
         of the operation that only they would use."""
         d, b = self.d, self.b
         fast = d.from_float(result, 64)
+        if d.accumulating and d.nan_seen is not None:
+            if d.nan_covered:  # a NaN here reaches a gathered result (`_nan_covered`)
+                return fast
+            nan = self.isnan(result)
+            if d.active is not None:
+                nan = b.and_(nan, d.active.value)
+            b.store(b.or_(b.load(d.nan_seen), nan), d.nan_seen)
+            return fast
         if d.deferred_nans is not None:  # the lifter tests a whole run at once (`some_nan`)
             if not d.nan_covered:  # else a NaN here reaches a tested result (`_nan_covered`)
                 d.defer_nan(result)

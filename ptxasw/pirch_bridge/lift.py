@@ -94,6 +94,9 @@ _SPECULATED = 32
 # (`_nan_covered`), still 1.61x -> 0.84x gcc on trsv_f64 WG8 (llvm). In reordered blocks
 # it wins: gemm_f64 WG32 0.34x -> 0.56x gcc on llvm, 0.39x -> 1.13x on avx512 (2 threads).
 _SPECULATE = False
+# Whether kernels with `.f64` arithmetic before their first side effect get a fast variant
+# that gathers NaNs instead of testing each result (`_Lifter._emit`).
+_FAST_VARIANTS = True
 # What a block may keep live before it is reordered (`schedule`): 48 registers of 512 bits,
 # more than the host's 32 as every 64-bit register counts (most are addresses, kept scalar).
 _VECTOR_BITS = 48 * 512
@@ -231,6 +234,8 @@ class _Lifter:
         self.lanes = self.dom.lanes
         self.mask_t = ll.VectorType(ll.IntType(1), self.lanes)
         self._readers: dict[str, list[ir.Instruction]] | None = None  # `_nan_covered`
+        self.fast = False  # emitting a fast variant (`_emit`)
+        self.clean: set[int] = set()  # `_before_side_effects`
         self._single: dict[str, ir.Instruction] = {}
 
     # ---- layout ----------------------------------------------------------------------------
@@ -391,6 +396,10 @@ class _Lifter:
                 self.regions[blk] = region
                 absorbed.update(region)
         order = [blk for blk in order if blk not in absorbed]
+        self.clean = self._before_side_effects()
+        fast = _FAST_VARIANTS and any(
+            id(inst) in self.clean and ".f64" in isa.instruction_types(inst) for inst in self.cfg.instructions
+        )
         func = self._emit(self.fn.name, order, masked=self.pack > 1 or diverges)
         # A pack of CTAs all inside the grid, in a kernel whose lanes never part, runs
         # without masks. Its own function: beside the masked variants (which only the
@@ -400,7 +409,14 @@ class _Lifter:
         whole = None
         if self.pack > 1 and not diverges:
             whole = self._emit(f"{self.fn.name}.whole", order, masked=False)
-        self._range_function(func, whole, shared_size > 0 or dynamic)
+        first = (func, whole)
+        if fast:
+            first = (
+                self._emit(f"{self.fn.name}.fast", order, masked=self.pack > 1 or diverges, fast=True),
+                self._emit(f"{self.fn.name}.whole.fast", order, masked=False, fast=True) if whole else None,
+            )
+            self.registers = registers  # the exact variants' register file names the slots
+        self._range_function(func, whole, shared_size > 0 or dynamic, first)
         return LiftedKernel(
             module=self.module,
             function=self.fn.name,
@@ -419,15 +435,25 @@ class _Lifter:
             traps=self.traps,
         )
 
-    def _emit(self, name: str, order: list[int], masked: bool) -> ll.Function:
+    def _emit(self, name: str, order: list[int], masked: bool, fast: bool = False) -> ll.Function:
         """One lifted function over the blocks ``order`` (regions already absorbed):
         with ``masked`` variants of every block and the dispatcher, or (not
-        ``masked``) only the full variants, for calls where every lane is live."""
-        fnty = ll.FunctionType(ll.VoidType(), [_I8P, _I8P, _I32, _I32, _I32, _I32, _I32, _I32, _I32])
+        ``masked``) only the full variants, for calls where every lane is live.
+
+        ``fast``: the variant the range function calls first. Until the kernel's first
+        side effect (`_before_side_effects`) its ``.f64`` results are taken as the
+        hardware gives them, their NaN lanes only gathered; at that side effect, if a
+        running lane met a NaN, it returns 1 having written nothing, and the range
+        function runs the exact variant instead (it returns 0 otherwise). The NaN
+        rules choose only among NaNs, so where no result was NaN the two agree; and a
+        run that has not yet written, fenced or trapped can be run again from the start."""
+        ret_t = ll.IntType(32) if fast else ll.VoidType()
+        fnty = ll.FunctionType(ret_t, [_I8P, _I8P, _I32, _I32, _I32, _I32, _I32, _I32, _I32])
         func = ll.Function(self.module, fnty, name)
         for arg, arg_name in zip(func.args, _ARGS, strict=True):
             arg.name = arg_name
         self.func = func
+        self.fast = fast
         entry = func.append_basic_block("entry")
         # Uniform values (parameters, addresses' bases: `Affine`) are computed once, in a
         # block of their own after the entry (whose start gets the registers' allocas).
@@ -444,6 +470,10 @@ class _Lifter:
         specials, valid = self._specials(func)
         self.pending = {blk: b.alloca(self.mask_t, name=f"pending{blk}") for blk in order}
         self.live = b.alloca(self.mask_t, name="live")
+        self.dom.nan_seen = None
+        if fast:
+            self.dom.nan_seen = b.alloca(self.mask_t, name="nan_seen")
+            b.store(ll.Constant(self.mask_t, None), self.dom.nan_seen)
         # Which blocks have pending lanes, bit i for order[i]: the dispatcher's O(1) choice.
         self.position = {blk: i for i, blk in enumerate(order)}
         self.set_t = ll.IntType(max(len(order), 2))
@@ -497,12 +527,17 @@ class _Lifter:
         for blk in self.blocks:
             switch.add_case(ll.Constant(self.set_t, self.position[blk]), self.blocks[blk])
         b.position_at_end(finish)
-        b.ret_void()
+        if fast:
+            b.ret(ll.Constant(ll.IntType(32), 0))
+        else:
+            b.ret_void()
 
         for blk in order:
             if self.masked:
                 self._block(blk, full=False)
             self._block(blk, full=True)
+        self.fast = self.dom.accumulating = False
+        self.dom.nan_seen = None
         return func
 
     def _single_definitions(self) -> dict[str, ir.Instruction]:
@@ -523,7 +558,13 @@ class _Lifter:
         ba, bb = cfg.block_of(ia), cfg.block_of(ib)
         return ia < ib if ba == bb else cfg.dominates(ba, bb)
 
-    def _range_function(self, kernel: ll.Function, whole: ll.Function | None, zero_shared: bool) -> None:
+    def _range_function(
+        self,
+        kernel: ll.Function,
+        whole: ll.Function | None,
+        zero_shared: bool,
+        first: tuple[ll.Function, ll.Function | None],
+    ) -> None:
         """``KERNEL.range(params, shared, stride, begin, end, nctaid_x, nctaid_y, nctaid_z)``:
         calls ``begin..end-1`` of the grid's (x chunk, y, z) work, zeroing shared
         memory before each call (each CTA starts with it zeroed, as in the interpreter).
@@ -560,15 +601,25 @@ class _Lifter:
             memset = self.module.declare_intrinsic("llvm.memset", [_I8P, i64])
             b.call(memset, [shared, ll.Constant(ll.IntType(8), 0), size, ll.Constant(ll.IntType(1), 0)])
         args = [params, shared, stride, *(b.trunc(v, _I32) for v in (x0, y, z)), nx, ny, nz]
+
+        def call(exact: ll.Function, fast: ll.Function) -> None:
+            """``fast`` (`_emit`), then ``exact`` when it asks to be run again."""
+            if fast is exact:
+                b.call(exact, args)
+                return
+            again = b.icmp_unsigned("!=", b.call(fast, args), ll.Constant(_I32, 0))
+            with b.if_then(again, likely=False):
+                b.call(exact, args)
+
         if whole is None:
-            b.call(kernel, args)
+            call(kernel, first[0])
         else:
             inside = b.icmp_unsigned("<=", b.add(x0, pack), b.zext(nx, i64))
             with b.if_else(inside) as (then, otherwise):
                 with then:
-                    b.call(whole, args)
+                    call(whole, first[1] or whole)
                 with otherwise:
-                    b.call(kernel, args)
+                    call(kernel, first[0])
         next_x = b.add(cx, one)
         wrap_x = b.icmp_unsigned("==", next_x, chunks_x)
         next_y = b.add(y, b.zext(wrap_x, i64))
@@ -703,12 +754,48 @@ class _Lifter:
         # A reordered block (`schedule`) runs chain by chain, and a chain's NaN test is
         # at its end (`_nan_covered`): speculated, its code is the multiply-adds alone.
         reordered = self.scheduled[blk] is not bb.instructions
-        self._straight(body, speculate=reordered or _SPECULATE)
+        self._straight(body, speculate=(reordered or _SPECULATE) and not self.fast)
         self._leave(blk, term, full)
 
     def _execute(self, inst: ir.Instruction) -> None:
         self.machine.inst = inst
+        if self.fast:
+            d = self.dom
+            d.accumulating = id(inst) in self.clean
+            if d.accumulating and _side_effect(inst):  # the first on this path: redo if a NaN met
+                d.accumulating = False
+                b = d.b
+                lanes = ll.IntType(self.lanes)
+                seen = b.bitcast(b.load(d.nan_seen), lanes)
+                with b.if_then(b.icmp_unsigned("!=", seen, ll.Constant(lanes, 0)), likely=False):
+                    b.ret(ll.Constant(ll.IntType(32), 1))
         self.sem.execute(inst)
+
+    def _before_side_effects(self) -> set[int]:
+        """The instructions (ids) that no side effect (`_side_effect`) can precede: on
+        every path from the kernel's start to them nothing has been written, fenced or
+        trapped; a block's first side effect is one of them (the fast variant's test)."""
+        cfg = self.cfg
+        count = len(cfg.blocks)
+        effects = [any(_side_effect(i) for i in bb.instructions) for bb in cfg.blocks]
+        clean_in = [True] * count
+        changed = True
+        while changed:  # greatest fixed point: a loop back from a side effect dirties its header
+            changed = False
+            for blk in range(count):
+                preds = cfg.predecessors(blk)
+                now = (blk == 0 or bool(preds)) and all(clean_in[p] and not effects[p] for p in preds)
+                if now != clean_in[blk]:
+                    clean_in[blk], changed = now, True
+        clean: set[int] = set()
+        for blk, bb in enumerate(cfg.blocks):
+            if not clean_in[blk]:
+                continue
+            for inst in bb.instructions:
+                clean.add(id(inst))
+                if _side_effect(inst):
+                    break
+        return clean
 
     def _straight(self, body: list[ir.Instruction], speculate: bool) -> None:
         """Straight-line code: runs of pure instructions (`_pure`) with ``.f64``
@@ -724,8 +811,17 @@ class _Lifter:
                 i += 1
                 continue
             run = body[i:j]
-            if speculate and any(".f64" in isa.instruction_types(inst) for inst in run):
+            wide = any(".f64" in isa.instruction_types(inst) for inst in run)
+            if speculate and wide:
                 self._speculated(run)
+            elif self.fast and wide:  # gathered NaNs: a chain's end gathers for the chain
+                covered = self._nan_covered(run)
+                for p, inst in enumerate(run):
+                    self.dom.nan_covered = p in covered
+                    try:
+                        self._execute(inst)
+                    finally:
+                        self.dom.nan_covered = False
             else:
                 for inst in run:
                     self._execute(inst)
@@ -932,8 +1028,7 @@ class _Lifter:
             for inst in self.scheduled[x]:
                 if inst is term:
                     break
-                self.machine.inst = inst
-                self.sem.execute(inst)
+                self._execute(inst)
             if term is None:
                 send(xb.fallthrough, lanes)
                 continue
@@ -984,6 +1079,18 @@ class _Lifter:
             b.branch(self.full_blocks[target])
             b.position_at_end(nxt)
         b.branch(self.dispatch)
+
+
+def _side_effect(inst: ir.Instruction) -> bool:
+    """Whether running ``inst`` leaves something a second run of the kernel from its
+    start would meet or repeat: a write, an atomic, a fence or barrier, an
+    asynchronous copy, a volatile access, a trap or a call."""
+    if inst.opcode in ("trap", "call", "brkpt", "pmevent"):
+        return True
+    effect = isa.memory_effect(inst)
+    if effect & ~(isa.MemoryEffect.READ | isa.MemoryEffect.PREFETCH):
+        return True
+    return bool(effect) and ".volatile" in inst.modifiers
 
 
 # `.f64` operations whose result is NaN in each lane where an operand is, and whose
