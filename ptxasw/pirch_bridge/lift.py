@@ -95,8 +95,13 @@ _SPECULATED = 32
 # it wins: gemm_f64 WG32 0.34x -> 0.56x gcc on llvm, 0.39x -> 1.13x on avx512 (2 threads).
 _SPECULATE = False
 # Whether kernels with `.f64` arithmetic before their first side effect get a fast variant
-# that gathers NaNs instead of testing each result (`_Lifter._emit`).
+# that gathers NaNs instead of testing each result (`_Lifter._emit`), and up to how many bits
+# an `.f64` register may span across the lanes for it. Measured (lift_speed, dev, 2 threads,
+# vs gcc, llvm / avx512): at 16 lanes (WG 8, pack 2) it wins, ldu 0.69x -> 0.83x / 0.48x ->
+# 0.73x, gemm 1.95x -> 2.27x / 1.84x -> 2.31x, trsv 1.05x -> 1.39x on avx512; at 32 lanes
+# (WG 32) it loses, ldu 0.70x -> 0.47x / 0.62x -> 0.49x, trsv 0.66x -> 0.54x on llvm.
 _FAST_VARIANTS = True
+_FAST_BITS = 16 * 64
 # What a block may keep live before it is reordered (`schedule`): 48 registers of 512 bits,
 # more than the host's 32 as every 64-bit register counts (most are addresses, kept scalar).
 _VECTOR_BITS = 48 * 512
@@ -397,8 +402,10 @@ class _Lifter:
                 absorbed.update(region)
         order = [blk for blk in order if blk not in absorbed]
         self.clean = self._before_side_effects()
-        fast = _FAST_VARIANTS and any(
-            id(inst) in self.clean and ".f64" in isa.instruction_types(inst) for inst in self.cfg.instructions
+        fast = (
+            _FAST_VARIANTS
+            and self.lanes * 64 <= _FAST_BITS
+            and any(".f64" in isa.instruction_types(i) for i in self.cfg.instructions if id(i) in self.clean)
         )
         func = self._emit(self.fn.name, order, masked=self.pack > 1 or diverges)
         # A pack of CTAs all inside the grid, in a kernel whose lanes never part, runs
