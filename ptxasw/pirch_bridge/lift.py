@@ -39,6 +39,16 @@ whose registers would not fit the host's vector registers runs in
 `schedule`'s order (chain by chain, dependences kept); values that do not
 depend on the lane (parameters, addresses' bases) are computed once, in the
 ``uniforms`` block after the entry.
+
+NaN rules
+---------
+``.f64`` results follow x86's NaN payload rule, which LLVM leaves open: a test
+per result sends the rare NaN to a cold block that applies the rule. Two
+cheaper forms keep the bits: a reordered block is speculated, one test per
+chain's end (`_nan_covered`); and a kernel of at most 16 ``.f64`` lanes
+gets a fast variant (``KERNEL.fast``) that only gathers NaN lanes until its
+first side effect, where a work group that met one returns to have
+``KERNEL.range`` run the exact variant from the start.
 """
 
 from __future__ import annotations
