@@ -1107,11 +1107,11 @@ class _FloatEmitter:
         """``op`` of the vectors ``xs``, lane by lane on scalars when the execution mask
         is a known handful of lanes (`_FEW_LANES`), else on the whole vectors.
 
-        Why: a division costs as much in a lane as in a whole 512-bit register (about
-        ten cycles a register on the hosts measured), and warp-synchronous code often
-        divides in one lane only (``if (lane == k) x = x / pivot``, unrolled per ``k``,
-        as in LDU). The other lanes keep ``xs[0]``: they do not run, and their results
-        are never written (`LLVMDomain.active`)."""
+        Why: a vector division costs a whole register's division however few lanes
+        run it, and warp-synchronous code often divides in one lane only (``if (lane
+        == k) x = x / pivot``, unrolled per ``k``, as in LDU). The other lanes keep
+        ``xs[0]``: they do not run, and their results are never written
+        (`LLVMDomain.active`)."""
         d, b = self.d, self.b
         active = d.active
         if active is None or active.known is None:

@@ -53,6 +53,7 @@ first side effect, where a work group that met one returns to have
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -248,10 +249,8 @@ class _Lifter:
         self.dom = LLVMDomain(self.module, warp, pack * (self.block_lanes // warp))
         self.lanes = self.dom.lanes
         self.mask_t = ll.VectorType(ll.IntType(1), self.lanes)
-        self._readers: dict[str, list[ir.Instruction]] | None = None  # `_nan_covered`
         self.fast = False  # emitting a fast variant (`_emit`)
         self.clean: set[int] = set()  # `_before_side_effects`
-        self._single: dict[str, ir.Instruction] = {}
 
     # ---- layout ----------------------------------------------------------------------------
     def _register_types(self) -> dict[str, str]:
@@ -432,7 +431,6 @@ class _Lifter:
                 self._emit(f"{self.fn.name}.fast", order, masked=self.pack > 1 or diverges, fast=True),
                 self._emit(f"{self.fn.name}.whole.fast", order, masked=False, fast=True) if whole else None,
             )
-            self.registers = registers  # the exact variants' register file names the slots
         self._range_function(func, whole, shared_size > 0 or dynamic, first)
         return LiftedKernel(
             module=self.module,
@@ -532,7 +530,7 @@ class _Lifter:
             entry_b.call(memset, [frame, ll.Constant(ll.IntType(8), 0), total, ll.Constant(ll.IntType(1), 0)])
             self.machine.frame, self.machine.frame_size = frame, self.frame_size
         self.sem = Semantics(self.machine)
-        self.machine.single_defs = self._single_definitions()
+        self.machine.single_defs = self.single_definitions
         self.machine.groups = plan_access_groups(list(self.scheduled.values()))
         self.machine.dominates = self._dominates
 
@@ -557,7 +555,8 @@ class _Lifter:
         self.dom.nan_seen = None
         return func
 
-    def _single_definitions(self) -> dict[str, ir.Instruction]:
+    @functools.cached_property
+    def single_definitions(self) -> dict[str, ir.Instruction]:
         """Registers written by exactly one instruction, unguarded (key -> that instruction)."""
         count: dict[str, int] = {}
         where: dict[str, ir.Instruction] = {}
@@ -774,7 +773,9 @@ class _Lifter:
         self._straight(body, speculate=(reordered or _SPECULATE) and not self.fast)
         self._leave(blk, term, full)
 
-    def _execute(self, inst: ir.Instruction) -> None:
+    def _execute(self, inst: ir.Instruction, nan_covered: bool = False) -> None:
+        """Lift ``inst``; ``nan_covered``: its `.f64` result needs no NaN test or
+        gathering of its own (`_nan_covered`)."""
         self.machine.inst = inst
         if self.fast:
             d = self.dom
@@ -786,7 +787,11 @@ class _Lifter:
                 seen = b.bitcast(b.load(d.nan_seen), lanes)
                 with b.if_then(b.icmp_unsigned("!=", seen, ll.Constant(lanes, 0)), likely=False):
                     b.ret(ll.Constant(ll.IntType(32), 1))
-        self.sem.execute(inst)
+        self.dom.nan_covered = nan_covered
+        try:
+            self.sem.execute(inst)
+        finally:
+            self.dom.nan_covered = False
 
     def _before_side_effects(self) -> set[int]:
         """The instructions (ids) that no side effect (`_side_effect`) can precede: on
@@ -834,11 +839,7 @@ class _Lifter:
             elif self.fast and wide:  # gathered NaNs: a chain's end gathers for the chain
                 covered = self._nan_covered(run)
                 for p, inst in enumerate(run):
-                    self.dom.nan_covered = p in covered
-                    try:
-                        self._execute(inst)
-                    finally:
-                        self.dom.nan_covered = False
+                    self._execute(inst, nan_covered=p in covered)
             else:
                 for inst in run:
                     self._execute(inst)
@@ -873,11 +874,7 @@ class _Lifter:
                         slot = m.registers.slot(reg, 32)[0]
                         saved.append((slot, d.b.load(slot)))
                     written.add(key)
-                d.nan_covered = last_reader is not None
-                try:
-                    self._execute(inst)
-                finally:
-                    d.nan_covered = False
+                self._execute(inst, nan_covered=last_reader is not None)
                 end += 1
             some = d.some_nan()
             if some is not None:
@@ -896,6 +893,15 @@ class _Lifter:
                 m.merge_facts(fast, slow, written)
             start = end
 
+    @functools.cached_property
+    def readers(self) -> dict[str, list[ir.Instruction]]:
+        """Each register's readers in the kernel (key -> instructions)."""
+        readers: dict[str, list[ir.Instruction]] = {}
+        for inst in self.cfg.instructions:
+            for reg in isa.uses(inst):
+                readers.setdefault(register_key(reg), []).append(inst)
+        return readers
+
     def _nan_covered(self, run: list[ir.Instruction]) -> dict[int, int]:
         """The positions in ``run`` of `.f64` results that need no NaN test of their own,
         each with the position of its last reader.
@@ -906,13 +912,6 @@ class _Lifter:
         is tested, or (by the same argument) one of those readers' readers: in a chain
         ``c = fma(a, b, c)`` only the chain's end is tested. The readers must be in the
         same speculated piece (`_speculated` does not end a piece between them)."""
-        if self._readers is None:
-            readers: dict[str, list[ir.Instruction]] = {}
-            for inst in self.cfg.instructions:
-                for reg in isa.uses(inst):
-                    readers.setdefault(register_key(reg), []).append(inst)
-            self._readers = readers
-            self._single = self._single_definitions()
         where = {id(inst): p for p, inst in enumerate(run)}
         covered: dict[int, int] = {}
         for p, inst in enumerate(run):
@@ -920,8 +919,8 @@ class _Lifter:
             if not _propagates_nan(inst) or len(defs) != 1:
                 continue
             key = register_key(defs[0])
-            readers_of = self._readers.get(key, [])
-            if self._single.get(key) is not inst or not readers_of:
+            readers_of = self.readers.get(key, [])
+            if self.single_definitions.get(key) is not inst or not readers_of:
                 continue
             places = [where.get(id(r), -1) for r in readers_of]
             if all(q > p for q in places) and all(_propagates_nan(r) for r in readers_of):
