@@ -49,6 +49,14 @@ chain's end (`_nan_covered`); and a kernel of at most 16 ``.f64`` lanes
 gets a fast variant (``KERNEL.fast``) that only gathers NaN lanes until its
 first side effect, where a work group that met one returns to have
 ``KERNEL.range`` run the exact variant from the start.
+
+Lane loops
+----------
+The host SIMD back ends compile `LiftedKernel.for_host`: where a kernel's
+lane-wise runs would be many kilobytes of straight-line code (a WG-32 kernel
+that nvcc unrolled, each ``.f64`` InfReg four host registers), the kernel is
+lifted again in nvcc's order, every ``.f64`` run speculated as one piece, and
+`lane_loops` runs those pieces as loops over native-width lane groups.
 """
 
 from __future__ import annotations
@@ -67,6 +75,7 @@ from ptxasw.emulator.semantics.instructions import Semantics
 from ptxasw.errors import PtxError, UnsupportedError, UnsupportedInstruction
 from ptxasw.ir import isa
 from ptxasw.pirch_bridge.domain import Affine, LLVMDomain, Vec
+from ptxasw.pirch_bridge.lane_loops import loop_lanes, saving
 from ptxasw.pirch_bridge.machine import (
     FRAME_BASE,
     LiftMachine,
@@ -96,6 +105,10 @@ _ARGS = (
 _CONTROL = frozenset({"bra", "brx.idx", "call", "ret", "exit", "trap"})
 # `.f64` results whose NaN rule one speculated run tests at once (`_Lifter._speculated`).
 _SPECULATED = 32
+# ... and with lane loops (`lane_loops`), whose runs a NaN test ends: one piece per run, as
+# there the values a test keeps live are slices in memory anyway, and a piece's registers
+# handed to the next piece would each take a stack slot of the whole vector.
+_SPECULATED_LOOPED = 1 << 20
 # Whether runs of blocks kept in nvcc's order are speculated too (reordered blocks always
 # are). Off: measured against a test and branch per operation (1 thread, min of 5-7,
 # interleaved), it lost on gema_f64 WG8 (1.06x -> 0.92x gcc, short runs between loads and
@@ -140,10 +153,28 @@ class LiftedKernel:
     variables: dict[str, bytes] = field(default_factory=dict)
     traps: list[ir.SourceLoc] = field(default_factory=list)
     """The kernel's ``trap`` instructions; ``ptxasw.trap`` holds 1 + the index of the one run."""
+    ptx: ir.Module | None = None
+    """The PTX module lifted (`for_host` lifts again from it)."""
+    lane_loops: bool = False
+    """Long lane-wise runs are loops over native-width lane groups (`lane_loops`)."""
+    loops_pay: bool = False
+    """`for_host` would loop some runs (`lane_loops.saving`)."""
+    _host: LiftedKernel | None = field(default=None, repr=False, compare=False)
 
     @property
     def ir_text(self) -> str:
         return str(self.module)
+
+    def for_host(self) -> LiftedKernel:
+        """The form the host SIMD back ends (llvm, avx512) compile: where long lane-wise runs
+        would cost many kilobytes of straight-line code, the kernel lifted again with them
+        as loops over native-width lane groups (`ptxasw.pirch_bridge.lane_loops`); else this
+        kernel. Same functions, signature and results."""
+        if self.lane_loops or not self.loops_pay or self.ptx is None:
+            return self
+        if self._host is None:
+            self._host = _Lifter(self.ptx, self.kernel, self.block, self.wg_pack, lane_loops=True).run()
+        return self._host
 
 
 def choose_kernel(module: ir.Module, name: str | None) -> ir.Function:
@@ -234,8 +265,16 @@ def lift_kernel(
 
 
 class _Lifter:
-    def __init__(self, module: ir.Module, fn: ir.Function, block: tuple[int, int, int], pack: int) -> None:
+    def __init__(
+        self,
+        module: ir.Module,
+        fn: ir.Function,
+        block: tuple[int, int, int],
+        pack: int,
+        lane_loops: bool = False,
+    ) -> None:
         self.ptx = module
+        self.lane_loops = lane_loops
         self.traps: list[ir.SourceLoc] = []
         self._trap_numbers: dict[int, int] = {}  # id(trap instruction) -> its number (from 1)
         self.fn = fn
@@ -387,7 +426,13 @@ class _Lifter:
     # ---- the function ------------------------------------------------------------------------
     def run(self) -> LiftedKernel:
         self._register_types()
-        self.scheduled = self._schedules()
+        # With lane loops a group's registers fit the host's, and a reordered block (whose
+        # stores `schedule` moves up to the end of each chain) would cut the runs the loops take.
+        self.scheduled = (
+            {blk: bb.instructions for blk, bb in enumerate(self.cfg.blocks)}
+            if self.lane_loops
+            else self._schedules()
+        )
         symbols, layout, param_size, shared_size, dynamic = self._layout()
         self.symbols = symbols
         self.host_symbols = self._module_variables()
@@ -432,6 +477,11 @@ class _Lifter:
                 self._emit(f"{self.fn.name}.whole.fast", order, masked=False, fast=True) if whole else None,
             )
         self._range_function(func, whole, shared_size > 0 or dynamic, first)
+        kernels = [f for f in (func, whole, *first) if f is not None]
+        if self.lane_loops:
+            for f in dict.fromkeys(kernels):
+                loop_lanes(f, self.lanes)
+        loops_pay = not self.lane_loops and any(saving(f, self.lanes) for f in dict.fromkeys(kernels))
         return LiftedKernel(
             module=self.module,
             function=self.fn.name,
@@ -448,6 +498,9 @@ class _Lifter:
             registers={k: w for k, (_, w) in registers.slots.items()},
             variables=self.variables,
             traps=self.traps,
+            ptx=self.ptx,
+            lane_loops=self.lane_loops,
+            loops_pay=loops_pay,
         )
 
     def _emit(self, name: str, order: list[int], masked: bool, fast: bool = False) -> ll.Function:
@@ -770,7 +823,7 @@ class _Lifter:
         # A reordered block (`schedule`) runs chain by chain, and a chain's NaN test is
         # at its end (`_nan_covered`): speculated, its code is the multiply-adds alone.
         reordered = self.scheduled[blk] is not bb.instructions
-        self._straight(body, speculate=(reordered or _SPECULATE) and not self.fast)
+        self._straight(body, speculate=(reordered or _SPECULATE or self.lane_loops) and not self.fast)
         self._leave(blk, term, full)
 
     def _execute(self, inst: ir.Instruction, nan_covered: bool = False) -> None:
@@ -862,7 +915,8 @@ class _Lifter:
             d.speculating()
             end = start
             open_until = -1  # the last reader of a result whose test its readers' tests make
-            while end < len(run) and ((d.deferred_nans or 0) < _SPECULATED or open_until >= end):
+            limit = _SPECULATED_LOOPED if self.lane_loops else _SPECULATED
+            while end < len(run) and ((d.deferred_nans or 0) < limit or open_until >= end):
                 inst = run[end]
                 last_reader = covered.get(end)
                 if last_reader is not None:

@@ -85,11 +85,11 @@ class Loaded(Protocol):
 def compile_lifted(lifted: LiftedKernel, engine: str = "llvm") -> Loaded:
     """The lifted kernel built by ``engine`` (`ENGINES`) for this host, cached by content."""
     if engine == "llvm":
-        return compile_ir(lifted.ir_text)
+        return compile_ir(lifted.for_host().ir_text)
     if engine == "avx512":
         from ptxasw.pirch_bridge.backends.avx512 import load
 
-        return load(lifted)
+        return load(lifted.for_host())
     if engine == "ve-emulated":
         from ptxasw.pirch_bridge.backends.ve import load_emulated
 

@@ -29,11 +29,11 @@ def emit(lifted: LiftedKernel, target: str, what: str = "ir") -> str | bytes:
     if target == "avx512":
         from ptxasw.pirch_bridge.backends import avx512
 
-        return avx512.emit(lifted, what)
+        return avx512.emit(lifted.for_host(), what)
     if target == "ve":
         from ptxasw.pirch_bridge.backends import ve
 
         return ve.emit(lifted, what)
     from ptxasw.pirch_bridge.backends import llvm
 
-    return llvm.emit(lifted, target, what)
+    return llvm.emit(lifted.for_host() if target == "llvm" else lifted, target, what)

@@ -171,7 +171,15 @@ def _signature(fn: ll.Function, cname: str, internal: bool) -> str:
 
 
 def _undef(c: object) -> bool:
-    return c is ll.Undefined or (isinstance(c, ll.Constant) and c.constant is ll.Undefined)
+    """Whether ``c`` is undefined (llvmlite spells a vector ``undef`` as undefined lanes)."""
+    if c is ll.Undefined:
+        return True
+    if not isinstance(c, ll.Constant):
+        return False
+    lanes = c.constant
+    return lanes is ll.Undefined or (
+        isinstance(lanes, (list, tuple)) and bool(lanes) and all(map(_undef, lanes))
+    )
 
 
 def _lane_constants(c: ll.Constant, lanes: int) -> list[object]:
