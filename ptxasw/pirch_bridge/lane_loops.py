@@ -30,6 +30,7 @@ vectors are 256 lanes long.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
@@ -43,7 +44,7 @@ NATIVE_BITS = 512
 # of its inputs and outputs cost more than the code saved), and a function only when the
 # host instructions saved, (groups - 1) per group instruction, are at least `_MIN_SAVED`:
 # about 16 KB of code, a good part of a 32 KB instruction cache.
-_MIN_RUN = 16
+_MIN_RUN = 128
 _MIN_SAVED = 2048
 
 _LANE_OPS = frozenset(
@@ -135,13 +136,19 @@ class _Run:
     block: ll.Block
     insts: list[ll.Instruction] = field(default_factory=list)
     kinds: dict[int, int] = field(default_factory=dict)  # id(value) -> _WHOLE / _GROUP (in the run)
-    stored: dict[int, ll.Value] = field(default_factory=dict)  # id(register) -> value last stored
-    forwarded: dict[int, ll.Value] = field(default_factory=dict)  # id(load) -> the run's value it reads
-    bits: int = 1
+    stored: dict[int, ll.StoreInstr] = field(default_factory=dict)  # id(register) -> last store
+    # id(load) -> the run's store it reads (its value is read when needed: a rewrite of an
+    # earlier run may have replaced it since)
+    forwarded: dict[int, ll.StoreInstr] = field(default_factory=dict)
+    widths: Counter[int] = field(default_factory=Counter)  # element bits -> group operations on them
     group_ops: int = 0
 
     def kind(self, value: ll.Value) -> int:
         return self.kinds.get(id(value), _WHOLE)
+
+    def source(self, load: ll.Instruction) -> ll.Value:
+        """The value a load of the run reads from the run's own store."""
+        return self.forwarded[id(load)].operands[0]
 
     def accept(self, inst: ll.Instruction) -> bool:
         """Take ``inst`` into the run, or say that it ends the run."""
@@ -153,10 +160,10 @@ class _Run:
             if src is not None:
                 self.forwarded[id(inst)] = src
         elif type(inst) is ll.StoreInstr:
-            value, ptr = inst.operands
+            ptr = inst.operands[1]
             if id(ptr) not in self.registers:
                 return False
-            self.stored[id(ptr)] = value
+            self.stored[id(ptr)] = inst
         elif isinstance(inst, ll.ShuffleVector):
             if _broadcast_lane(inst, self.lanes) is None:
                 return False
@@ -179,13 +186,12 @@ class _Run:
             needed.add(id(v))
             if type(v) is ll.LoadInstr:
                 if id(v) in self.forwarded:
-                    work.append(self.forwarded[id(v)])
+                    work.append(self.source(v))
             elif not isinstance(v, ll.ShuffleVector):
                 work.extend(op for op in v.operands if isinstance(op.type, ll.VectorType))
         for inst in self.insts:
             if type(inst) is ll.LoadInstr:
-                src = self.forwarded.get(id(inst))
-                kind = _WHOLE if src is None else self.kind(src)
+                kind = _WHOLE if id(inst) not in self.forwarded else self.kind(self.source(inst))
             elif type(inst) is ll.StoreInstr:
                 kind = self.kind(inst.operands[0])
             elif isinstance(inst, ll.ShuffleVector) or id(inst) in needed:
@@ -193,16 +199,20 @@ class _Run:
             else:
                 kind = _GROUP
                 self.group_ops += 1
-                for t in (inst.type, *(op.type for op in inst.operands)):
-                    if isinstance(t, ll.VectorType) and not _is_mask(t):
-                        self.bits = max(self.bits, _element_bits(t.element) or 0)
+                widths = [_element_bits(t.element) for t in (inst.type, *(op.type for op in inst.operands))
+                          if isinstance(t, ll.VectorType) and not _is_mask(t)]  # fmt: skip
+                if widths:
+                    self.widths[max(w or 0 for w in widths)] += 1
             self.kinds[id(inst)] = kind
 
     def group(self) -> int | None:
-        """Lanes per group (None: the run does not split into two or more groups)."""
-        if self.group_ops < _MIN_RUN or self.bits > NATIVE_BITS:
+        """Lanes per group (None: the run does not split into two or more groups): one host
+        register of the element width most of its operations work on (an address's ``i64``
+        add in a run of ``.f32`` arithmetic takes two, rather than every ``.f32`` half a one)."""
+        if self.group_ops < _MIN_RUN or not self.widths:
             return None
-        size = NATIVE_BITS // max(self.bits, 8)
+        bits = max(self.widths, key=lambda w: (self.widths[w], w))
+        size = NATIVE_BITS // max(bits, 8)
         if size >= self.lanes or self.lanes % size:
             return None
         return size
@@ -391,7 +401,7 @@ class _Rewriter:
                     self._store_register(inst)
                 continue
             if type(inst) is ll.LoadInstr:
-                self.values[id(inst)] = self._slice(run.forwarded[id(inst)])
+                self.values[id(inst)] = self._slice(run.source(inst))
             else:
                 self.values[id(inst)] = self._narrowed(inst)
             if id(inst) in outside:
@@ -403,6 +413,15 @@ class _Rewriter:
             b.icmp_unsigned("<", after, ll.Constant(_I32, self.run.lanes // self.size)), self.loop, self.done
         )
         self._finish(tail, terminator)
+        # What this rewrite built may read values of runs still to come (a block later in
+        # the list, earlier in the flow): their rewrites must see these readers too.
+        for inst in (
+            *blk.instructions[first:],
+            *self.loop.instructions,
+            *self.done.instructions[: -len(tail) or None],
+        ):
+            for op in _operands(inst):
+                self.users.setdefault(id(op), []).append(inst)
 
     def _read_after(self) -> dict[int, list[ll.Instruction]]:
         """Group values of the run read after it: id -> those readers."""
@@ -426,7 +445,7 @@ class _Rewriter:
         for inst in run.insts:
             if run.kind(inst) != _GROUP:
                 continue
-            operands = [run.forwarded[id(inst)]] if type(inst) is ll.LoadInstr else _operands(inst)
+            operands = [run.source(inst)] if type(inst) is ll.LoadInstr else _operands(inst)
             for op in operands:
                 for root in self._through_casts(op):
                     if isinstance(root, ll.LoadInstr) and run.kind(root) == _WHOLE:
@@ -439,7 +458,7 @@ class _Rewriter:
         if isinstance(value, ll.CastInstr) and id(value) in self.in_run and self.run.kind(value) == _WHOLE:
             yield from self._through_casts(value.operands[0])
         elif isinstance(value, ll.LoadInstr) and id(value) in self.run.forwarded:
-            yield from self._through_casts(self.run.forwarded[id(value)])
+            yield from self._through_casts(self.run.source(value))
 
     def _finish(self, tail: list[ll.Instruction], term: ll.Instruction | None) -> None:
         """The rest of the block goes after the loop; its successors' phis now come from there."""
@@ -507,7 +526,7 @@ class _Rewriter:
             if not _is_mask(source.type):
                 return getattr(b, value.opname)(self._slice(source), self._narrow(value.type))
         if isinstance(value, ll.LoadInstr) and id(value) in run.forwarded:
-            return self._slice(run.forwarded[id(value)])  # what the run stored there
+            return self._slice(run.source(value))  # what the run stored there
         if (
             isinstance(value, ll.LoadInstr)
             and id(value) in self.in_run
@@ -551,7 +570,7 @@ class _Rewriter:
         (its memory holds ``value`` all through the loop), and it is not a mask."""
         run = self.run
         while isinstance(value, ll.LoadInstr) and id(value) in run.forwarded:
-            value = run.forwarded[id(value)]
+            value = run.source(value)
         if not isinstance(value, ll.LoadInstr) or id(value) not in self.in_run or _is_mask(value.type):
             return None
         register = value.operands[0]
