@@ -14,13 +14,14 @@ a quarter (or half) of the code.
 A run (`_Run`) holds lane-wise arithmetic, compares, selects, casts and
 element-wise intrinsics over ``<L x T>`` vectors, loads and stores of the
 lifter's register allocas, and broadcasts of one lane of a value known in full
-before the run (a ``shfl.sync.idx`` of a register the run does not write). A
-value is *whole* when it is known in full before the loop: defined before the
-run, loaded from a register the run has not written yet, or computed from whole
-values only; whole instructions stay before the loop, unchanged. The rest are
-*group* instructions: the loop runs them once per group of ``G`` lanes, on
-``<G x T>`` slices (`_Rewriter`). Registers the run leaves a group value in, and
-group values read after the run, are stored slice by slice.
+before the run (a ``shfl.sync.idx`` of a register the run does not write). An
+instruction is *whole* where the loop needs its value in full: a broadcast, its
+source and what that is computed from, and loads of registers' values from
+before the run; whole instructions stay before the loop, unchanged. The rest
+are *group* instructions: the loop runs them once per group of ``G`` lanes, on
+``<G x T>`` slices (`_Rewriter`). Registers some path reads after the run
+(liveness over the register allocas) and group values read after it are
+stored slice by slice; the others, most of nvcc's registers, are not stored.
 
 Only the host SIMD back ends take this form (`ptxasw.pirch_bridge.lift.LiftedKernel.for_host`):
 the InfReg-IR keeps one vector operation per InfReg operation, and the VE's
@@ -40,10 +41,12 @@ __all__ = ["NATIVE_BITS", "loop_lanes", "saving"]
 
 NATIVE_BITS = 512
 """The host's vector register: a group is as many lanes as fit in one."""
-# A run is looped when its group instructions are at least this many (below, the slices
-# of its inputs and outputs cost more than the code saved), and a function only when the
-# host instructions saved, (groups - 1) per group instruction, are at least `_MIN_SAVED`:
-# about 16 KB of code, a good part of a 32 KB instruction cache.
+# A run is looped when its group instructions are at least this many, and a function only
+# when the host instructions saved, (groups - 1) per group instruction, are at least
+# `_MIN_SAVED`: about 16 KB of code, half a 32 KB instruction cache. Shorter runs lost
+# (lift_speed rows, dev, vs gcc, plain -> looped at 16): trsv_f64 WG32, runs of 32, llvm
+# 0.71x -> 0.64x, avx512 1.21x -> 0.71x; gema_f64 WG32, runs of 43, 0.79x -> 0.63x and
+# 0.86x -> 0.74x: the slices of their inputs and outputs cost more than the code saved.
 _MIN_RUN = 128
 _MIN_SAVED = 2048
 
@@ -229,8 +232,7 @@ def _lane_wise(inst: ll.Instruction, lanes: int) -> bool:
             return False
         if callee.name.split(".")[1] not in _ELEMENTWISE:
             return False
-        vectors = list(inst.args)
-        vectors = [a for a in vectors if isinstance(a.type, ll.VectorType)]
+        vectors = [a for a in inst.args if isinstance(a.type, ll.VectorType)]
     elif isinstance(inst, ll.CastInstr):
         if inst.opname not in _CASTS:
             return False
@@ -247,7 +249,7 @@ def _lane_wise(inst: ll.Instruction, lanes: int) -> bool:
 def _runs(func: ll.Function, lanes: int, registers: set[int]) -> list[tuple[_Run, int]]:
     """The runs worth a loop, with their group sizes, in block and text order."""
     out: list[tuple[_Run, int]] = []
-    for blk in func.blocks[1:]:  # not the entry block: its allocas' builder would shift the run's
+    for blk in func.blocks[1:]:  # not the entry block, where `_temporary` inserts allocas
         insts = blk.instructions
         i = 0
         while i < len(insts):
@@ -264,10 +266,14 @@ def _runs(func: ll.Function, lanes: int, registers: set[int]) -> list[tuple[_Run
     return out
 
 
+def _saved(runs: list[tuple[_Run, int]], lanes: int) -> int:
+    """Host instructions the loops save: each group instruction is written once, not once per group."""
+    return sum(run.group_ops * (lanes // size - 1) for run, size in runs)
+
+
 def saving(func: ll.Function, lanes: int) -> int:
     """Host instructions the loops would save in ``func`` (0: it is left as it is)."""
-    runs = _runs(func, lanes, _register_allocas(func, lanes))
-    saved = sum(run.group_ops * (lanes // size - 1) for run, size in runs)
+    saved = _saved(_runs(func, lanes, _register_allocas(func, lanes)), lanes)
     return saved if saved >= _MIN_SAVED else 0
 
 
@@ -276,7 +282,7 @@ def loop_lanes(func: ll.Function, lanes: int) -> int:
     how many runs became loops."""
     registers = _register_allocas(func, lanes)
     runs = _runs(func, lanes, registers)
-    if sum(run.group_ops * (lanes // size - 1) for run, size in runs) < _MIN_SAVED:
+    if _saved(runs, lanes) < _MIN_SAVED:
         return 0
     users: dict[int, list[ll.Instruction]] = {}
     dropped: set[int] = set()  # group instructions of runs already rewritten (in no block now)

@@ -196,6 +196,8 @@ def launch_lifted(
         raise PtxError(f"kernel {lifted.function} was lifted for blocks of {lifted.block} threads, got {blk}")
     if shared_bytes and not lifted.dynamic_shared:
         shared_bytes = 0  # the interpreter also accepts dynamic shared memory nobody declares
+    if engine in ("llvm", "avx512"):
+        lifted = lifted.for_host()  # what they compile: its traps and variables, too
     started = time.perf_counter()
     compiled = compile_lifted(lifted, engine)
     compiled_at = time.perf_counter()
