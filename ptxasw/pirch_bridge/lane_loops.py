@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 
 from llvmlite import ir as ll
 
-__all__ = ["NATIVE_BITS", "loop_lanes", "saving"]
+__all__ = ["NATIVE_BITS", "loop_lanes", "register_allocas", "saving"]
 
 NATIVE_BITS = 512
 """The host's vector register: a group is as many lanes as fit in one."""
@@ -111,14 +111,15 @@ def _broadcast_lane(inst: ll.ShuffleVector, lanes: int) -> int | None:
     return first
 
 
-def _register_allocas(func: ll.Function, lanes: int) -> set[int]:
-    """Allocas of ``<L x T>`` used only as the address of loads and stores (the lifter's
-    registers and masks): a run may read and write them."""
+def register_allocas(func: ll.Function, keep: Callable[[ll.Type], bool] = lambda t: True) -> set[int]:
+    """Allocas (ids) used only as the address of plain loads and stores, whose allocated
+    type ``keep`` accepts: the lifter's registers and masks, which a run may read and
+    write (and the C back end keeps in locals)."""
     allocas: set[int] = set()
     escaped: set[int] = set()
     for blk in func.blocks:
         for inst in blk.instructions:
-            if isinstance(inst, ll.AllocaInstr) and _lanes(inst.allocated_type) == lanes:
+            if isinstance(inst, ll.AllocaInstr) and keep(inst.allocated_type):
                 allocas.add(id(inst))
             for k, op in enumerate(inst.operands):
                 if isinstance(op, ll.AllocaInstr):
@@ -128,6 +129,11 @@ def _register_allocas(func: ll.Function, lanes: int) -> set[int]:
                     if not direct:
                         escaped.add(id(op))
     return allocas - escaped
+
+
+def _register_allocas(func: ll.Function, lanes: int) -> set[int]:
+    """The registers and masks of ``<L x T>``."""
+    return register_allocas(func, lambda t: _lanes(t) == lanes)
 
 
 @dataclass

@@ -157,13 +157,20 @@ class LiftedKernel:
     """The PTX module lifted (`for_host` lifts again from it)."""
     lane_loops: bool = False
     """Long lane-wise runs are loops over native-width lane groups (`lane_loops`)."""
-    loops_pay: bool = False
-    """`for_host` would loop some runs (`lane_loops.saving`)."""
+    variants: tuple[str, ...] = ()
+    """The kernel's lifted functions (the range function calls them)."""
     _host: LiftedKernel | None = field(default=None, repr=False, compare=False)
 
     @property
     def ir_text(self) -> str:
         return str(self.module)
+
+    @functools.cached_property
+    def loops_pay(self) -> bool:
+        """`for_host` would loop some runs (`lane_loops.saving`). Asked only by the host
+        back ends: the other targets never pay for the scan."""
+        lanes = self.wg_size * self.groups
+        return not self.lane_loops and any(saving(self.module.get_global(n), lanes) for n in self.variants)
 
     def for_host(self) -> LiftedKernel:
         """The form the host SIMD back ends (llvm, avx512) compile: where long lane-wise runs
@@ -477,11 +484,10 @@ class _Lifter:
                 self._emit(f"{self.fn.name}.whole.fast", order, masked=False, fast=True) if whole else None,
             )
         self._range_function(func, whole, shared_size > 0 or dynamic, first)
-        kernels = [f for f in (func, whole, *first) if f is not None]
+        kernels = list(dict.fromkeys(f for f in (func, whole, *first) if f is not None))
         if self.lane_loops:
-            for f in dict.fromkeys(kernels):
+            for f in kernels:
                 loop_lanes(f, self.lanes)
-        loops_pay = not self.lane_loops and any(saving(f, self.lanes) for f in dict.fromkeys(kernels))
         return LiftedKernel(
             module=self.module,
             function=self.fn.name,
@@ -500,7 +506,7 @@ class _Lifter:
             traps=self.traps,
             ptx=self.ptx,
             lane_loops=self.lane_loops,
-            loops_pay=loops_pay,
+            variants=tuple(f.name for f in kernels),
         )
 
     def _emit(self, name: str, order: list[int], masked: bool, fast: bool = False) -> ll.Function:

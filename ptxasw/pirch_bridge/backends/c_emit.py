@@ -34,6 +34,7 @@ from llvmlite import ir as ll
 from ptxasw.errors import PtxError
 from ptxasw.pirch_bridge.backends.c_reorder import ChunkPlan, Reorder, plan_shuffle
 from ptxasw.pirch_bridge.backends.c_types import Element, Layout, layout_of, mask_type
+from ptxasw.pirch_bridge.lane_loops import register_allocas
 
 __all__ = ["CModule", "Options", "c_identifier", "translate"]
 
@@ -372,7 +373,7 @@ class _Translator:
         self.splats: dict[int, tuple[int, str, int]] = {}  # insertelement into undef: lane, set1, block
         self.count = 0
         self.inst: ll.Instruction | None = None
-        self.registers = self._register_allocas()
+        self.registers = register_allocas(fn)  # C locals
 
     # ---- plumbing ------------------------------------------------------------------------------
     def refuse(self, why: str) -> PtxError:
@@ -399,24 +400,6 @@ class _Translator:
         """Assign ``exprs`` to ``inst``'s locals (named before translation, see `run`)."""
         for nm, e in zip(self.values[id(inst)].parts, exprs, strict=True):
             self.emit(f"{nm} = {e};")
-
-    def _register_allocas(self) -> set[int]:
-        """Allocas used only as the address of loads and stores: C locals."""
-        escaped: set[int] = set()
-        allocas: set[int] = set()
-        for blk in self.fn.blocks:
-            for inst in blk.instructions:
-                if isinstance(inst, ll.AllocaInstr):
-                    allocas.add(id(inst))
-                for k, op in enumerate(inst.operands):
-                    if not isinstance(op, ll.AllocaInstr):
-                        continue
-                    direct = (isinstance(inst, ll.LoadInstr) and k == 0) or (
-                        isinstance(inst, ll.StoreInstr) and k == 1
-                    )
-                    if not direct or isinstance(inst, (ll.LoadAtomicInstr, ll.StoreAtomicInstr)):
-                        escaped.add(id(op))
-        return allocas - escaped
 
     # ---- operands ------------------------------------------------------------------------------
     def val(self, v: ll.Value) -> _Val:
