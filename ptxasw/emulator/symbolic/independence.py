@@ -36,6 +36,8 @@ class Symbols:
         # By Python object: path conditions and axioms are the same objects
         # from query to query, and id() costs less than a Z3 call.
         self._by_object: dict[int, tuple[z3.ExprRef, frozenset[str], str | None]] = {}
+        # Each symbol's term (a constant) or declaration (a function), by name.
+        self.leaves: dict[str, z3.ExprRef | z3.FuncDeclRef] = {}
 
     def conjunct(self, c: z3.BoolRef) -> tuple[frozenset[str], str | None]:
         """`of` and `literal` of a context conjunct, memoised by object."""
@@ -74,7 +76,11 @@ class Symbols:
                 stack.extend((c, False) for c in children if c.get_id() not in self._memo)
                 continue
             decl = node.decl()
-            own = {decl.name()} if decl.kind() == z3.Z3_OP_UNINTERPRETED else set()
+            own: set[str] = set()
+            if decl.kind() == z3.Z3_OP_UNINTERPRETED:
+                name = decl.name()
+                own.add(name)
+                self.leaves.setdefault(name, node if not children else decl)
             parts = [self._memo[c.get_id()][1] for c in children]
             self._memo[key] = (node, frozenset(own.union(*parts)) if parts or own else frozenset())
         return self._memo[e.get_id()][1]

@@ -1,0 +1,144 @@
+"""Answers shared between queries that differ only in their symbols' names.
+
+`alpha.AlphaKeys` gives alpha-equivalent queries one key and any two
+queries that are not alpha-equivalent different keys; the executor answers
+a query by its key's earlier answer (`executor.RENAMED_ANSWERS`). A GCC
+OpenMP kernel, whose flows call ``omp_get_num_threads`` on several paths,
+gets the same flows, accesses and alias marks with fewer solver calls.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import z3
+
+from ptxasw.emulator.symbolic import executor
+from ptxasw.emulator.symbolic.alpha import AlphaKeys
+from ptxasw.emulator.symbolic.executor import Budget, analyze_kernel
+from ptxasw.emulator.symbolic.independence import Symbols
+from ptxasw.parser import parse_file
+from tests.test_solver_fastpaths import _shape
+
+
+def _keys() -> AlphaKeys:
+    return AlphaKeys(Symbols())
+
+
+def test_renamed_copies_of_a_question_share_a_key() -> None:
+    keys = _keys()
+    n1, t1, n2, t2 = z3.BitVecs("nt!2 tn!3 nt!11 tn!12", 32)
+    load_a = z3.Function("load_global_32@3", z3.BitVecSort(64), z3.BitVecSort(32))
+    load_b = z3.Function("load_global_32@7", z3.BitVecSort(64), z3.BitVecSort(32))
+    p = z3.BitVec("param_0", 64)
+    first = [z3.ULT(t1, z3.URem(load_a(p), n1)), z3.ULT(t1, n1)]
+    second = [z3.ULT(t2, z3.URem(load_b(p), n2)), z3.ULT(t2, n2)]
+    assert keys.key(first) == keys.key(second)
+
+
+def test_different_questions_get_different_keys() -> None:
+    keys = _keys()
+    x1, x2, x3, y1 = z3.BitVecs("x!1 x!2 x!3 y!1", 32)
+    base = keys.key([z3.ULT(x1, x2)])
+    # One symbol where there were two: not the same question.
+    assert keys.key([z3.ULT(x3, x3)]) != base
+    # The same shape over symbols of another base.
+    assert keys.key([z3.ULT(x1, y1)]) != base
+    # Another constant.
+    assert keys.key([z3.ULT(x1, x2 + 1)]) != base
+    # The order of creation is kept: x!2 < x!1 is x~1 < x~0.
+    assert keys.key([z3.ULT(x2, x1)]) != base
+    # Functions of two memory versions are two functions.
+    f3 = z3.Function("load_global_32@3", z3.BitVecSort(64), z3.BitVecSort(32))
+    f4 = z3.Function("load_global_32@4", z3.BitVecSort(64), z3.BitVecSort(32))
+    a = z3.BitVec("param_0", 64)
+    assert keys.key([f3(a) == f4(a)]) != keys.key([f3(a) == f3(a + 0)])
+
+
+def test_renamed_keys_are_equisatisfiable() -> None:
+    """Whatever shares a key has one answer: random small questions over
+    fresh-numbered symbols, asked twice with renumbered symbols."""
+    import random
+
+    rng = random.Random(3)
+    keys = _keys()
+    answers: dict[tuple[int, ...], z3.CheckSatResult] = {}
+    for trial in range(60):
+        names = [f"v!{rng.randrange(100)}" for _ in range(3)]
+        xs = [z3.BitVec(n, 8) for n in names]
+        ops = [z3.ULT, z3.UGT, lambda a, b: a == b, lambda a, b: a != b]
+        fs = [rng.choice(ops)(rng.choice(xs), rng.choice(xs) + rng.randrange(3)) for _ in range(3)]
+        key = keys.key(fs)
+        solver = z3.Solver()
+        solver.add(*fs)
+        result = solver.check()
+        if key in answers:
+            assert answers[key] == result, (trial, fs)
+        answers[key] = result
+
+
+def _renumbered(shape: object) -> str:
+    """``shape`` as text, each fresh symbol (``name!N``: a process-wide
+    counter) numbered by its first appearance."""
+    text = repr(shape)
+    order: dict[str, int] = {}
+
+    def renumber(m: re.Match[str]) -> str:
+        if m.group(1) == "a":  # a let binding of the s-expression
+            return m.group(0)
+        return f"{m.group(1)}!{order.setdefault(m.group(0), len(order))}"
+
+    return re.sub(r"([A-Za-z_$%][\w$.%]*)!\d+", renumber, text)
+
+
+def _openmp_kernel(gcc_corpus, prefix: str):  # type: ignore[no-untyped-def]
+    files = [f for f in gcc_corpus if f.source_path.name == "omp_target.c"]
+    if not files:
+        pytest.skip("gcc-12 with nvptx offloading is not installed")
+    module = parse_file(files[0].ptx_path)
+    (name,) = [k.name for k in module.kernels if k.name == prefix]
+    return module, name
+
+
+def test_openmp_kernel_same_analysis_with_renamed_answers(  # type: ignore[no-untyped-def]
+    gcc_corpus, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    module, name = _openmp_kernel(gcc_corpus, "main$_omp_fn$4")
+    monkeypatch.setattr(executor, "RENAMED_ANSWERS", False)
+    plain = analyze_kernel(module, name, Budget(time_s=60))
+    monkeypatch.setattr(executor, "RENAMED_ANSWERS", True)
+    shared = analyze_kernel(module, name, Budget(time_s=60))
+    assert plain.complete and shared.complete
+    assert plain.stats.renamed_answers == 0 < shared.stats.renamed_answers
+    assert _renumbered(_shape(shared)) == _renumbered(_shape(plain))
+    assert shared.stats.solver_calls < plain.stats.solver_calls
+
+
+def test_an_undecided_branch_condition_is_not_asked_again_negated(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A side the solver cannot decide is taken as feasible; its negation
+    (never refuted where the first side was undecided) is not asked."""
+    from ptxasw.parser import parse_ptx
+    from tests.test_solver_fastpaths import _SWEEP
+
+    calls: list[int] = []  # solver questions per branch decision that asked any
+    real_sides = executor.SymbolicExecutor._sides
+
+    def undecided(self, pc, extra):  # type: ignore[no-untyped-def]
+        calls[-1] += 1
+        return None
+
+    def sides(self, st, cond):  # type: ignore[no-untyped-def]
+        calls.append(0)
+        answer = real_sides(self, st, cond)
+        if not calls[-1]:
+            calls.pop()
+        else:
+            assert answer == (True, True)
+        return answer
+
+    monkeypatch.setattr(executor._Solver, "check", undecided)
+    monkeypatch.setattr(executor.SymbolicExecutor, "_sides", sides)
+    result = analyze_kernel(parse_ptx(_SWEEP), "sweep", Budget(time_s=60))
+    assert result.stats.forks > 0
+    assert calls and set(calls) == {1}
