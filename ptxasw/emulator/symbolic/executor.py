@@ -66,7 +66,8 @@ semantics run on.
   chains). A query that differs from an earlier one only in its symbols'
   names (another flow's copy, `ptxasw.emulator.symbolic.alpha`) takes its
   answer; a branch condition left undecided is not asked again negated
-  (both sides are feasible). ``Stats.cheap_answers`` counts what the cheap
+  (both sides are feasible), nor addresses undecided equal whether they
+  overlap (they may). ``Stats.cheap_answers`` counts what the cheap
   steps settled.
 - **Budgets**: wall time, flows, steps and per-query solver effort. When one
   runs out the kernel is ``partial`` with the reason, and everything found
@@ -1534,8 +1535,15 @@ class SymbolicExecutor:
         fast = self.solver.fast
         if d is None:
             differ = [z3.Not(equal_condition(diff))] if fast else None
-            if self.solver.check_rewritten(st.pc, [a != b], differ) is False:
+            can_differ = self.solver.check_rewritten(st.pc, [a != b], differ)
+            if can_differ is False:
                 d = 0  # equal under the path condition
+            elif can_differ is None:
+                # Addresses the solver cannot tell apart from equal were
+                # never proved disjoint either (over the corpus and the
+                # offload outputs: 8 of 8 overlaps sat or undecided, at
+                # 20-80 ms a question: 32-bit index products sign-extended).
+                return "may"
         if d is not None:
             if d >= nb and (1 << w) - d >= na:
                 return "disjoint"

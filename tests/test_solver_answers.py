@@ -1,10 +1,15 @@
-"""Answers shared between queries that differ only in their symbols' names.
+"""Answers shared between queries, and questions not asked.
 
 `alpha.AlphaKeys` gives alpha-equivalent queries one key and any two
 queries that are not alpha-equivalent different keys; the executor answers
 a query by its key's earlier answer (`executor.RENAMED_ANSWERS`). A GCC
 OpenMP kernel, whose flows call ``omp_get_num_threads`` on several paths,
 gets the same flows, accesses and alias marks with fewer solver calls.
+
+An undecided question is not followed by its companion: a branch side the
+solver cannot decide makes both sides feasible without asking the other, and
+two addresses it cannot tell apart from equal may overlap without asking
+whether they can.
 """
 
 from __future__ import annotations
@@ -142,3 +147,29 @@ def test_an_undecided_branch_condition_is_not_asked_again_negated(monkeypatch: p
     result = analyze_kernel(parse_ptx(_SWEEP), "sweep", Budget(time_s=60))
     assert result.stats.forks > 0
     assert calls and set(calls) == {1}
+
+
+def test_addresses_undecided_equal_may_overlap_without_another_question(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`_relation` asks whether two addresses can differ; undecided, it
+    answers ``may`` without the overlap question."""
+    import z3 as _z3
+
+    from ptxasw.parser import parse_ptx
+    from tests.test_solver_fastpaths import _SWEEP
+
+    module = parse_ptx(_SWEEP)
+    ex = executor.SymbolicExecutor(module, module.kernels[0], Budget(time_s=60))
+    asked: list[object] = []
+
+    def undecided(self, pc, extra, solver_form):  # type: ignore[no-untyped-def]
+        asked.append(extra)
+        return None
+
+    monkeypatch.setattr(executor._Solver, "check_rewritten", undecided)
+    monkeypatch.setattr(ex, "_depends_on_pointer", lambda e: False)
+    i, j = _z3.BitVecs("i j", 64)
+    state = executor._State(None, 0, {}, (), [], [], set())  # type: ignore[arg-type]
+    assert ex._relation(state, i * j, 4, j * 3 + 1, 4) == "may"
+    assert len(asked) == 1
