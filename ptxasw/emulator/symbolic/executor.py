@@ -416,6 +416,34 @@ class _State:
         )
 
 
+class _DiffForms:
+    """The `affine` forms of one address difference ``diff`` for accesses
+    of ``na`` and ``nb`` bytes, each computed when first asked."""
+
+    __slots__ = ("_equal", "_overlap", "_stride", "diff", "na", "nb")
+
+    def __init__(self, diff: BV, na: int, nb: int) -> None:
+        self.diff, self.na, self.nb = diff, na, nb
+        self._stride: bool | None = None
+        self._equal: z3.BoolRef | None = None
+        self._overlap: z3.BoolRef | None = None
+
+    def stride_disjoint(self) -> bool:
+        if self._stride is None:
+            self._stride = disjoint_by_stride(self.diff, self.na, self.nb)
+        return self._stride
+
+    def equal(self) -> z3.BoolRef:
+        if self._equal is None:
+            self._equal = equal_condition(self.diff)
+        return self._equal
+
+    def overlap(self) -> z3.BoolRef:
+        if self._overlap is None:
+            self._overlap = overlap_condition(self.diff, self.na, self.nb)
+        return self._overlap
+
+
 @dataclass
 class _LoopInfo:
     """What entering a loop needs, computed once per loop."""
@@ -1051,6 +1079,15 @@ class SymbolicExecutor:
         self.params = self._kernel_params()
         self.param_names = {display for display, _ in self.params.values()}
         self._param_bits = {display: 8 * size for display, size in self.params.values()}
+        # `_split_symbol` and `_symbol_term` of addresses, by term id (the term
+        # kept alive with its answer): a store compares its address with every
+        # earlier load's, thousands of times in GCC's -O0 frame code.
+        self._splits: dict[int, tuple[BV, tuple[str | None, int]]] = {}
+        self._bases: dict[int, tuple[BV, str | None]] = {}
+        # Address differences' pure forms (`affine`), by (difference id, sizes):
+        # sibling flows compare the same addresses (GCC's -O3 npb_bt y_solve:
+        # 6,722 comparisons of 1,296 differences).
+        self._diff_forms: dict[tuple[int, int, int], tuple[BV, _DiffForms]] = {}
         self._omp_teams: BV | None = None  # omp_get_num_teams(), one value per kernel
         self.sources = self._source_positions()
         self.loop_infos: dict[int, _LoopInfo] = {}
@@ -1236,7 +1273,7 @@ class SymbolicExecutor:
         (``&name + c``) is in its variable's space and no other: 1 or 0. Any
         other address (a pointer loaded or passed in) may be anywhere: an
         unknown bit, reported (strict mode: an error)."""
-        base, _ = _split_symbol(simplify(address))
+        base, _ = self._split(simplify(address))
         declared = None if base is None else self._space_of(self.symbols.get(base, base[1:]))
         if declared is None:
             self.unknown(inst, "isspacep of an address not based on a declared variable")
@@ -1415,7 +1452,7 @@ class SymbolicExecutor:
     def _param_value(self, address: BV, nbytes: int) -> BV | None:
         """The value of a kernel parameter read with ``ld.param``, or None
         when the address is not an entry parameter (call parameters)."""
-        base, offset = _split_symbol(address)
+        base, offset = self._split(address)
         if base is None:
             return None
         name = self.symbols.get(base)
@@ -1437,7 +1474,7 @@ class SymbolicExecutor:
     def _call_slot(self, address: BV) -> bool:
         """Whether ``address`` is in a ``.param`` variable declared for a
         call (argument or return value), not an entry parameter."""
-        base, _ = _split_symbol(address)
+        base, _ = self._split(address)
         return base is not None and self.symbols.get(base) not in self.params
 
     def _load_func(self, space: str, bits: int, version: int, awidth: int) -> z3.FuncDeclRef:
@@ -1498,8 +1535,24 @@ class SymbolicExecutor:
             return True
         if space != "generic":
             return False
-        base = _symbol_term(address)
+        base = self._base_term(address)
         return base is not None and self._space_of(base[1:]) == ".local"
+
+    def _split(self, address: BV) -> tuple[str | None, int]:
+        """`_split_symbol`, memoised."""
+        hit = self._splits.get(address.get_id())
+        if hit is None:
+            hit = (address, _split_symbol(address))
+            self._splits[address.get_id()] = hit
+        return hit[1]
+
+    def _base_term(self, address: BV) -> str | None:
+        """`_symbol_term`, memoised."""
+        hit = self._bases.get(address.get_id())
+        if hit is None:
+            hit = (address, _symbol_term(address))
+            self._bases[address.get_id()] = hit
+        return hit[1]
 
     def _relation(self, st: _State, a: BV, na: int, b: BV, nb: int, precise: bool = True) -> str | int:
         """``disjoint``, ``may`` (overlap possible) or the constant byte
@@ -1514,27 +1567,27 @@ class SymbolicExecutor:
             w = max(a.size(), b.size())
             a, b = _resize(self.dom, a, w), _resize(self.dom, b, w)
         w = a.size()
-        base_a, _ = _split_symbol(a)
-        base_b, _ = _split_symbol(b)
+        base_a, _ = self._split(a)
+        base_b, _ = self._split(b)
         if base_a is not None and base_b is not None and base_a != base_b:
             return "disjoint"  # two declared variables (call .param slots...): distinct objects
         diff = simplify(a - b)
         d = const_value(diff)
         if d is None and not precise:
-            return "disjoint" if disjoint_by_stride(diff, na, nb) else "may"
+            return "disjoint" if self._forms(diff, na, nb).stride_disjoint() else "may"
         if d is None and self._depends_on_pointer(diff):
             # The distance moves with a pointer nothing constrains (two
             # parameters, a loaded pointer): overlap is possible, equality
             # unprovable; no need to ask the solver.
             return "may"
-        if d is None and self.solver.fast and disjoint_by_stride(diff, na, nb):
+        if d is None and self.solver.fast and self._forms(diff, na, nb).stride_disjoint():
             # ``a - b`` is always c0 modulo a power of two that keeps the
             # byte ranges apart (`affine`): no solver needed.
             self.solver.stats.cheap_answers += 1
             return "disjoint"
         fast = self.solver.fast
         if d is None:
-            differ = [z3.Not(equal_condition(diff))] if fast else None
+            differ = [z3.Not(self._forms(diff, na, nb).equal())] if fast else None
             can_differ = self.solver.check_rewritten(st.pc, [a != b], differ)
             if can_differ is False:
                 d = 0  # equal under the path condition
@@ -1552,10 +1605,18 @@ class SymbolicExecutor:
         # [0, nb) or (2^w - na, 2^w): one unsigned comparison on the
         # already simplified difference.
         overlap = z3.ULT(diff + (na - 1), na + nb - 1)
-        cheaper = [overlap_condition(diff, na, nb)] if fast else None
+        cheaper = [self._forms(diff, na, nb).overlap()] if fast else None
         if self.solver.check_rewritten(st.pc, [overlap], cheaper) is False:
             return "disjoint"
         return "may"
+
+    def _forms(self, diff: BV, na: int, nb: int) -> _DiffForms:
+        key = (diff.get_id(), na, nb)
+        hit = self._diff_forms.get(key)
+        if hit is None:
+            hit = (diff, _DiffForms(diff, na, nb))
+            self._diff_forms[key] = hit
+        return hit[1]
 
     def _depends_on_pointer(self, e: BV) -> bool:
         """Whether ``e`` mentions a free pointer-sized base: a kernel
