@@ -13,6 +13,10 @@ directory) and runs `analyze_kernel` on every kernel, ``--repeat`` times,
 reporting the fastest run: instructions, flows, loads, stores, solver calls,
 status and seconds.
 
+With ``--gcc-levels O0,O1,O2,O3`` it also analyses GCC's offload output of
+the same sources at other levels (and ``npb_bt.c`` as OpenMP), which the
+analysis was not tuned on.
+
 It also compiles the large real-world-shaped corpus kernels (``adi_solver.cu``:
 NPB-like ADI line solves along x, y, z and a pentadiagonal sweep;
 ``lbm_d2q9.cu``: LBM collide-stream and bounce-back; ``seismic25.cu``: the
@@ -102,6 +106,24 @@ def gcc_sources(cache: Path) -> list[Path]:
     from tests.corpus.gcc import build_gcc_corpus
 
     return [f.ptx_path for f in build_gcc_corpus(cache)]
+
+
+def gcc_level_sources(cache: Path, levels: list[str]) -> list[Path]:
+    """The GCC corpus at other optimisation levels (``O0``, ``O1``, ``O3``),
+    and ``npb_bt.c`` also as OpenMP: offload output the analysis was not
+    tuned on (the corpus itself is -O2)."""
+    from tests.corpus.gcc import GCC_SOURCES, build_gcc_variant
+
+    out: list[Path] = []
+    for level in levels:
+        variants = [*GCC_SOURCES, ("npb_bt.c", "-fopenmp")]
+        for source, model in variants:
+            if level == "O2" and (source, model) in GCC_SOURCES:
+                continue  # the corpus itself
+            ptx = build_gcc_variant(cache, source, model, f"-{level}")
+            if ptx is not None:
+                out.append(ptx)
+    return out
 
 
 def clang_openmp_sources(cache: Path, arch: str) -> list[Path]:
@@ -383,6 +405,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--time-budget", type=float, default=10.0, help="analysis budget per kernel (s)")
     ap.add_argument("--no-command", action="store_true", help="skip timing the whole trace command")
     ap.add_argument("--no-gcc", action="store_true", help="skip GCC's OpenMP/OpenACC offload PTX")
+    ap.add_argument(
+        "--gcc-levels",
+        default="",
+        help="also GCC's offload PTX at these levels, comma-separated: O0,O1,O2,O3 "
+        "(O2 adds npb_bt.c as OpenMP)",
+    )
     args = ap.parse_args(argv)
     files = list(args.files)
     if not files:
@@ -391,6 +419,7 @@ def main(argv: list[str] | None = None) -> int:
         files = compile_sources(cache, args.arch)
         if not args.no_gcc:
             files += gcc_sources(cache)
+            files += gcc_level_sources(cache, [x for x in args.gcc_levels.split(",") if x])
         files += clang_openmp_sources(cache, args.arch)
         files += suite_sources()
     budget = Budget(time_s=args.time_budget)

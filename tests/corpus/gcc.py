@@ -56,12 +56,7 @@ def build_gcc_corpus(cache_dir: pathlib.Path) -> list[CorpusFile]:
     gcc = gcc_offload()
     if gcc is None:
         return []
-    tools = cache_dir / "gcc-capture"
-    tools.mkdir(parents=True, exist_ok=True)
-    capturing_as = tools / "as"
-    if not capturing_as.exists():
-        capturing_as.write_text(_CAPTURING_AS)
-        capturing_as.chmod(0o755)
+    tools = _capturing_tools(cache_dir)
     files = []
     for source_name, model in GCC_SOURCES:
         source = GCC_DIR / source_name
@@ -84,14 +79,47 @@ def build_gcc_corpus(cache_dir: pathlib.Path) -> list[CorpusFile]:
     return files
 
 
+def build_gcc_variant(cache_dir: pathlib.Path, source_name: str, model: str, opt: str) -> pathlib.Path | None:
+    """One GCC source's offload PTX at another optimisation level (``-O0``,
+    ``-O1``, ``-O3``) or model (``npb_bt.c`` with ``-fopenmp``): inputs the
+    analysis was not tuned on. Cached by source, model and level; None
+    without gcc-12 offloading."""
+    gcc = gcc_offload()
+    if gcc is None:
+        return None
+    tools = _capturing_tools(cache_dir)
+    source = GCC_DIR / source_name
+    digest = hashlib.sha256(source.read_bytes() + model.encode() + opt.encode()).hexdigest()[:12]
+    ptx = cache_dir / f"{source.stem}.gcc{opt}{model.removeprefix('-f')}.{digest}.ptx"
+    if not ptx.exists():
+        _compile(gcc, source, model, tools, ptx, cache_dir, opt)
+    return ptx
+
+
+def _capturing_tools(cache_dir: pathlib.Path) -> pathlib.Path:
+    tools = cache_dir / "gcc-capture"
+    tools.mkdir(parents=True, exist_ok=True)
+    capturing_as = tools / "as"
+    if not capturing_as.exists():
+        capturing_as.write_text(_CAPTURING_AS)
+        capturing_as.chmod(0o755)
+    return tools
+
+
 def _compile(
-    gcc: str, source: pathlib.Path, model: str, tools: pathlib.Path, ptx: pathlib.Path, work: pathlib.Path
+    gcc: str,
+    source: pathlib.Path,
+    model: str,
+    tools: pathlib.Path,
+    ptx: pathlib.Path,
+    work: pathlib.Path,
+    opt: str = "-O2",
 ) -> None:
     partial = ptx.with_suffix(".partial")
     env = {**os.environ, "PTXASW_CAPTURE": str(partial)}
     cmd = [
         gcc,
-        "-O2",
+        opt,
         model,
         "-foffload=nvptx-none",
         f"-foffload-options=nvptx-none=-Wa,--no-verify -B{tools} -lm",
