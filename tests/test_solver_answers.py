@@ -173,3 +173,52 @@ def test_addresses_undecided_equal_may_overlap_without_another_question(
     state = executor._State(None, 0, {}, (), [], [], set())  # type: ignore[arg-type]
     assert ex._relation(state, i * j, 4, j * 3 + 1, 4) == "may"
     assert len(asked) == 1
+
+
+_FRAME = r"""
+.version 7.0
+.target sm_80
+.address_size 64
+
+.visible .entry frame(.param .u64 out, .param .u32 i, .param .u32 j)
+{
+    .reg .b32 %r<8>;
+    .reg .b64 %rd<10>;
+    .local .align 8 .b8 buf[256];
+
+    ld.param.u64 %rd1, [out];
+    ld.param.u32 %r1, [i];
+    ld.param.u32 %r2, [j];
+    mov.u64 %rd2, buf;
+    mul.wide.u32 %rd3, %r1, 8;
+    add.s64 %rd4, %rd2, %rd3;
+    mul.wide.u32 %rd5, %r2, 8;
+    add.s64 %rd6, %rd2, %rd5;
+    st.local.u32 [%rd4], %r1;
+    ld.local.u32 %r3, [%rd6];
+    cvta.to.global.u64 %rd7, %rd1;
+    st.global.u32 [%rd7], %r3;
+    ret;
+}
+"""
+
+
+def test_a_load_of_the_threads_own_memory_asks_no_solver_question(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``buf[j]`` after a store to ``buf[i]`` (``.local``): may overlap,
+    decided without the solver, so the load reads a fresh value."""
+    from ptxasw.parser import parse_ptx
+
+    asked: list[object] = []
+    real = executor._Solver.check_rewritten
+
+    def check_rewritten(self, pc, extra, solver_form):  # type: ignore[no-untyped-def]
+        asked.append(extra)
+        return real(self, pc, extra, solver_form)
+
+    monkeypatch.setattr(executor._Solver, "check_rewritten", check_rewritten)
+    result = analyze_kernel(parse_ptx(_FRAME), "frame", Budget(time_s=60))
+    assert result.complete
+    (flow,) = result.flows
+    (local_load,) = [a for a in flow.trace if a.kind == "ld" and a.space == ".local"]
+    assert z3.is_app(local_load.value) and local_load.value.decl().name().startswith("load_local")
+    assert not asked
