@@ -222,3 +222,62 @@ def test_a_load_of_the_threads_own_memory_asks_no_solver_question(monkeypatch: p
     (local_load,) = [a for a in flow.trace if a.kind == "ld" and a.space == ".local"]
     assert z3.is_app(local_load.value) and local_load.value.decl().name().startswith("load_local")
     assert not asked
+
+
+_SOFT_STACK = r"""
+.version 7.0
+.target sm_80
+.address_size 64
+.extern .shared .u64 __nvptx_stacks[32];
+
+.visible .entry stack(.param .u64 out, .param .u32 i, .param .u32 j)
+{
+    .reg .b32 %r<8>;
+    .reg .b64 %rd<12>;
+
+    ld.param.u64 %rd1, [out];
+    ld.param.u32 %r1, [i];
+    ld.param.u32 %r2, [j];
+    mov.u32 %r4, %tid.y;
+    mul.wide.u32 %rd8, %r4, 8;
+    mov.u64 %rd9, __nvptx_stacks;
+    add.u64 %rd10, %rd9, %rd8;
+    ld.shared.u64 %rd2, [%rd10];
+    mul.wide.u32 %rd3, %r1, 8;
+    add.s64 %rd4, %rd2, %rd3;
+    mul.wide.u32 %rd5, %r2, 8;
+    add.s64 %rd6, %rd2, %rd5;
+    st.u32 [%rd4+-64], %r1;
+    ld.u32 %r3, [%rd6+-64];
+    cvta.to.global.u64 %rd7, %rd1;
+    st.global.u32 [%rd7], %r3;
+    ret;
+}
+"""
+
+
+def test_a_load_from_gccs_soft_stack_asks_no_solver_question(monkeypatch: pytest.MonkeyPatch) -> None:
+    """GCC's OpenMP offload code keeps a region's temporaries on its soft
+    stack (a pointer loaded from ``__nvptx_stacks[warp]``): ``[sp + 8*j]``
+    after a store to ``[sp + 8*i]`` may overlap, decided without the
+    solver; the same offset still forwards the stored value."""
+    from ptxasw.parser import parse_ptx
+
+    asked: list[object] = []
+    real = executor._Solver.check_rewritten
+
+    def check_rewritten(self, pc, extra, solver_form):  # type: ignore[no-untyped-def]
+        asked.append(extra)
+        return real(self, pc, extra, solver_form)
+
+    monkeypatch.setattr(executor._Solver, "check_rewritten", check_rewritten)
+    result = analyze_kernel(parse_ptx(_SOFT_STACK), "stack", Budget(time_s=60))
+    assert result.complete
+    (flow,) = result.flows
+    (stack_load,) = [a for a in flow.trace if a.kind == "ld" and a.space == "generic"]
+    assert z3.is_app(stack_load.value) and stack_load.value.decl().name().startswith("load_generic")
+    assert not asked
+    same = analyze_kernel(parse_ptx(_SOFT_STACK.replace("[%rd6+-64]", "[%rd4+-64]")), "stack", Budget())
+    (flow,) = same.flows
+    (stack_load,) = [a for a in flow.trace if a.kind == "ld" and a.space == "generic"]
+    assert stack_load.value.eq(z3.BitVec("param_i", 32))
