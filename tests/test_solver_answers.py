@@ -281,3 +281,58 @@ def test_a_load_from_gccs_soft_stack_asks_no_solver_question(monkeypatch: pytest
     (flow,) = same.flows
     (stack_load,) = [a for a in flow.trace if a.kind == "ld" and a.space == "generic"]
     assert stack_load.value.eq(z3.BitVec("param_i", 32))
+
+
+def test_a_read_no_context_names_does_not_tie_its_address() -> None:
+    """``f(x) > 5`` under ``x == 3``: ``f`` is named nowhere else, so the
+    read is a free value and ``x == 3`` is not part of the question; with
+    ``f(3) == 0`` in the context it is, through ``f``."""
+    from ptxasw.emulator.symbolic.independence import connected
+
+    x, y = z3.BitVecs("x y", 8)
+    f = z3.Function("load_global_8@1", z3.BitVecSort(8), z3.BitVecSort(8))
+    symbols = Symbols()
+    assert connected(symbols, [z3.UGT(f(x), 5)], [x == 3, z3.ULT(y, 2)]) == []
+    context = [x == 3, f(z3.BitVecVal(3, 8)) == 0, z3.ULT(y, 2)]
+    assert [c.sexpr() for c in connected(symbols, [z3.UGT(f(x), 5)], context)] == [
+        context[0].sexpr(),
+        context[1].sexpr(),
+    ]
+    # Two reads of one function compare their addresses: x is tied.
+    assert connected(symbols, [f(x) != f(y)], [x == y]) != []
+
+
+def test_slices_with_free_reads_answer_as_the_whole() -> None:
+    """Random questions and satisfiable contexts over two symbols and two
+    memory functions: the query with its connected part has the answer of
+    the query with the whole context."""
+    import random
+
+    from ptxasw.emulator.symbolic.independence import connected
+
+    rng = random.Random(11)
+    x, y, z_ = z3.BitVecs("x y z", 6)
+    fs = [z3.Function(f"load_global_6@{k}", z3.BitVecSort(6), z3.BitVecSort(6)) for k in (1, 2)]
+    atoms = [x, y, z_, fs[0](x), fs[0](y), fs[1](x + 1), fs[1](z_)]
+    ops = [z3.ULT, lambda a, b: a == b, lambda a, b: a != b]
+    checked = 0
+
+    def formula() -> z3.BoolRef:
+        other = rng.choice([*atoms, z3.BitVecVal(rng.randrange(64), 6)])
+        return rng.choice(ops)(rng.choice(atoms), other)
+
+    for _ in range(400):
+        context = [formula() for _ in range(rng.randint(1, 4))]
+        whole = z3.Solver()
+        whole.add(*context)
+        if whole.check() != z3.sat:
+            continue
+        query = [formula()]
+        part = connected(Symbols(), query, context)
+        full = z3.Solver()
+        full.add(*context, *query)
+        sliced = z3.Solver()
+        sliced.add(*part, *query)
+        assert full.check() == sliced.check(), (query, context, part)
+        checked += 1
+    assert checked > 200

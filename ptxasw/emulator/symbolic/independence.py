@@ -12,7 +12,9 @@ small query in a millisecond.
 
 Symbols are uninterpreted constants and functions, by name (two
 declarations of one name count as one symbol, which can only make the
-connected part larger).
+connected part larger). A read ``f(a)`` of a memory function that the
+context never names, applied once in the query, is a free value: it ties
+the query to ``f`` but not to what ``a`` mentions (`Symbols.of_query`).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ class Symbols:
         self._by_object: dict[int, tuple[z3.ExprRef, frozenset[str], str | None]] = {}
         # Each symbol's term (a constant) or declaration (a function), by name.
         self.leaves: dict[str, z3.ExprRef | z3.FuncDeclRef] = {}
+        self._apps: dict[int, tuple[z3.ExprRef, dict[str, frozenset[int]]]] = {}
 
     def conjunct(self, c: z3.BoolRef) -> tuple[frozenset[str], str | None]:
         """`of` and `literal` of a context conjunct, memoised by object."""
@@ -46,6 +49,68 @@ class Symbols:
             hit = (c, self.of(c), self.literal(c))
             self._by_object[id(c)] = hit
         return hit[1], hit[2]
+
+    def of_query(self, query: Sequence[z3.BoolRef], context: Sequence[frozenset[str]]) -> set[str]:
+        """The symbols of ``query`` that tie it to a context of these symbol
+        sets. A read ``f(a)`` of a function that no context conjunct names and
+        that the query applies to one argument only counts as ``f``: ``f``
+        can be the constant ``f(a)`` takes in any model, so what constrains
+        ``a`` cannot change the answer (a loop counter loaded from GCC's
+        stack at a version of its own, whose address names ``%tid.y``,
+        which half the axioms name)."""
+        apps: dict[str, set[int]] = {}
+        for q in query:
+            for name, ids in self._applications(q).items():
+                apps.setdefault(name, set()).update(ids)
+        opaque = {
+            name for name, ids in apps.items() if len(ids) == 1 and not any(name in s for s in context)
+        }
+        wanted: set[str] = set()
+        if not opaque:
+            for q in query:
+                wanted |= self.of(q)
+            return wanted
+        seen: set[int] = set()
+        stack = list(query)
+        while stack:
+            node = stack.pop()
+            key = node.get_id()
+            if key in seen:
+                continue
+            seen.add(key)
+            inside = self.of(node)
+            if inside.isdisjoint(opaque):
+                wanted |= inside
+                continue
+            decl = node.decl()
+            if decl.kind() == z3.Z3_OP_UNINTERPRETED and decl.name() in opaque and node.num_args():
+                wanted.add(decl.name())
+                continue
+            stack.extend(node.children())
+        return wanted
+
+    def _applications(self, f: z3.ExprRef) -> dict[str, frozenset[int]]:
+        """Uninterpreted function name -> ids of its applications in ``f``,
+        memoised per formula (kept alive with it)."""
+        hit = self._apps.get(f.get_id())
+        if hit is not None:
+            return hit[1]
+        found: dict[str, set[int]] = {}
+        seen: set[int] = set()
+        stack = [f]
+        while stack:
+            node = stack.pop()
+            key = node.get_id()
+            if key in seen or not z3.is_app(node):
+                continue
+            seen.add(key)
+            decl = node.decl()
+            if decl.kind() == z3.Z3_OP_UNINTERPRETED and node.num_args():
+                found.setdefault(decl.name(), set()).add(key)
+            stack.extend(node.children())
+        out = {name: frozenset(ids) for name, ids in found.items()}
+        self._apps[f.get_id()] = (f, out)
+        return out
 
     def literal(self, c: z3.BoolRef) -> str | None:
         """`free_literal` of ``c``, memoised (path conditions repeat in every query)."""
@@ -91,11 +156,9 @@ def connected(
 ) -> list[z3.BoolRef]:
     """The conjuncts of ``context`` that share symbols with ``query``,
     directly or through other conjuncts, in their original order."""
-    wanted: set[str] = set()
-    for q in query:
-        wanted |= symbols.of(q)
     known = [symbols.conjunct(c) for c in context]
     sets = [symbol_set for symbol_set, _ in known]
+    wanted = symbols.of_query(query, sets)
     chosen = [False] * len(context)
     # A free literal (see `free_literal`) is satisfied by a constant
     # interpretation of its function: it is neither chosen nor a bridge.
