@@ -62,9 +62,7 @@ class Symbols:
         for q in query:
             for name, ids in self._applications(q).items():
                 apps.setdefault(name, set()).update(ids)
-        opaque = {
-            name for name, ids in apps.items() if len(ids) == 1 and not any(name in s for s in context)
-        }
+        opaque = {name for name, ids in apps.items() if len(ids) == 1 and not any(name in s for s in context)}
         wanted: set[str] = set()
         if not opaque:
             for q in query:
