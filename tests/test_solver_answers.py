@@ -203,11 +203,8 @@ _FRAME = r"""
 """
 
 
-def test_a_load_of_the_threads_own_memory_asks_no_solver_question(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``buf[j]`` after a store to ``buf[i]`` (``.local``): may overlap,
-    decided without the solver, so the load reads a fresh value."""
-    from ptxasw.parser import parse_ptx
-
+def _questions(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """The queries the executor's solver is asked from now on (answered as usual)."""
     asked: list[object] = []
     real = executor._Solver.check_rewritten
 
@@ -216,6 +213,15 @@ def test_a_load_of_the_threads_own_memory_asks_no_solver_question(monkeypatch: p
         return real(self, pc, extra, solver_form)
 
     monkeypatch.setattr(executor._Solver, "check_rewritten", check_rewritten)
+    return asked
+
+
+def test_a_load_of_the_threads_own_memory_asks_no_solver_question(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``buf[j]`` after a store to ``buf[i]`` (``.local``): may overlap,
+    decided without the solver, so the load reads a fresh value."""
+    from ptxasw.parser import parse_ptx
+
+    asked = _questions(monkeypatch)
     result = analyze_kernel(parse_ptx(_FRAME), "frame", Budget(time_s=60))
     assert result.complete
     (flow,) = result.flows
@@ -263,14 +269,7 @@ def test_a_load_from_gccs_soft_stack_asks_no_solver_question(monkeypatch: pytest
     solver; the same offset still forwards the stored value."""
     from ptxasw.parser import parse_ptx
 
-    asked: list[object] = []
-    real = executor._Solver.check_rewritten
-
-    def check_rewritten(self, pc, extra, solver_form):  # type: ignore[no-untyped-def]
-        asked.append(extra)
-        return real(self, pc, extra, solver_form)
-
-    monkeypatch.setattr(executor._Solver, "check_rewritten", check_rewritten)
+    asked = _questions(monkeypatch)
     result = analyze_kernel(parse_ptx(_SOFT_STACK), "stack", Budget(time_s=60))
     assert result.complete
     (flow,) = result.flows

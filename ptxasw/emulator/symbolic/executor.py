@@ -81,9 +81,9 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import z3
 
@@ -643,8 +643,8 @@ class _Solver:
         self.abstract = _Incremental()
         self.sliced_real = _Incremental(flat=True)
         self.sliced_abstract = _Incremental(flat=True)
-        # (query ids, context ids) -> (the formulas, kept alive, and the answer)
         self.symbols = Symbols()
+        # (query ids, context ids) -> (the formulas, kept alive, and the answer)
         self._answers: dict[tuple[tuple[int, ...], ...], tuple[list[z3.BoolRef], bool | None]] = {}
         # The same answers by alpha-renamed query (`alpha`): other flows' copies.
         self.alpha = AlphaKeys(self.symbols)
@@ -1501,15 +1501,7 @@ class SymbolicExecutor:
                 # Addresses of different spaces are not comparable: a blocker.
                 return self._initial(space, address, nbytes, ev.id), ev.id
             assert ev.address is not None and ev.value is not None
-            # A thread's own memory (GCC's frame) and GCC's soft stack are
-            # compared without the solver (sound: equal offsets forward,
-            # strides prove apart, the rest may overlap; only values get
-            # less precise): no load there is a shuffle candidate, and
-            # proofs that two slots indexed by loop counters are apart cost
-            # most of GCC's npb_bt solve routines (-O3 OpenACC y_solve
-            # 3.5-4.8 -> 1.7 s, -O3 OpenMP 8.0 -> 3.1 s; shuffles over the
-            # corpus, the suite and GCC's -O0..-O3 output: unchanged).
-            precise = not (self._thread_private(space, address) or self._soft_stack(address))
+            precise = not self._solver_free(space, address)
             rel = self._relation(st, address, nbytes, ev.address, ev.nbytes, precise)
             if rel == "disjoint":
                 continue
@@ -1548,33 +1540,37 @@ class SymbolicExecutor:
         base = self._base_term(address)
         return base is not None and self._space_of(base[1:]) == ".local"
 
+    def _solver_free(self, space: str | None, address: BV) -> bool:
+        """Whether accesses at ``address`` compare addresses without the
+        solver (`_relation` not ``precise``: equal offsets still forward,
+        strides still prove apart, the rest may overlap; only values get
+        less precise): a thread's own memory, or GCC's soft stack. No load
+        there is a shuffle candidate, and proofs that two slots indexed by
+        loop counters are apart cost most of GCC's npb_bt solve routines
+        (-O3 OpenACC y_solve 3.5-4.8 -> 1.7 s, -O3 OpenMP 8.0 -> 3.1 s;
+        shuffles over the corpus, the suite and GCC's -O0..-O3 output:
+        unchanged)."""
+        return self._thread_private(space, address) or self._soft_stack(address)
+
     def _soft_stack(self, address: BV) -> bool:
         """Whether ``address`` is rooted in GCC's soft stack (OpenMP offload's
         ``-msoft-stack``: a stack pointer loaded from ``__nvptx_stacks[warp]``
         in shared memory, where GCC keeps the temporaries of a region)."""
-        hit = self._stack_rooted.get(address.get_id())
-        if hit is None:
-            terms = address.children() if z3.is_app_of(address, z3.Z3_OP_BADD) else [address]
-            rooted = any(_is_load(t) and self._base_term(t.arg(0)) == "&__nvptx_stacks" for t in terms)
-            hit = (address, rooted)
-            self._stack_rooted[address.get_id()] = hit
-        return hit[1]
+
+        def rooted() -> bool:
+            return any(
+                _is_load(t) and self._base_term(t.arg(0)) == "&__nvptx_stacks" for t in _summands(address)
+            )
+
+        return _memo(self._stack_rooted, address.get_id(), address, rooted)
 
     def _split(self, address: BV) -> tuple[str | None, int]:
         """`_split_symbol`, memoised."""
-        hit = self._splits.get(address.get_id())
-        if hit is None:
-            hit = (address, _split_symbol(address))
-            self._splits[address.get_id()] = hit
-        return hit[1]
+        return _memo(self._splits, address.get_id(), address, lambda: _split_symbol(address))
 
     def _base_term(self, address: BV) -> str | None:
         """`_symbol_term`, memoised."""
-        hit = self._bases.get(address.get_id())
-        if hit is None:
-            hit = (address, _symbol_term(address))
-            self._bases[address.get_id()] = hit
-        return hit[1]
+        return _memo(self._bases, address.get_id(), address, lambda: _symbol_term(address))
 
     def _relation(self, st: _State, a: BV, na: int, b: BV, nb: int, precise: bool = True) -> str | int:
         """``disjoint``, ``may`` (overlap possible) or the constant byte
@@ -1633,12 +1629,7 @@ class SymbolicExecutor:
         return "may"
 
     def _forms(self, diff: BV, na: int, nb: int) -> _DiffForms:
-        key = (diff.get_id(), na, nb)
-        hit = self._diff_forms.get(key)
-        if hit is None:
-            hit = (diff, _DiffForms(diff, na, nb))
-            self._diff_forms[key] = hit
-        return hit[1]
+        return _memo(self._diff_forms, (diff.get_id(), na, nb), diff, lambda: _DiffForms(diff, na, nb))
 
     def _depends_on_pointer(self, e: BV) -> bool:
         """Whether ``e`` mentions a free pointer-sized base: a kernel
@@ -1714,7 +1705,7 @@ class SymbolicExecutor:
             if a.space != space:
                 flow.may_alias_store[i] = index
                 continue
-            precise = not (self._thread_private(a.space, a.address) or self._soft_stack(a.address))
+            precise = not self._solver_free(a.space, a.address)
             if self._relation(st, a.address, a.nbytes, address, nbytes, precise) != "disjoint":
                 flow.may_alias_store[i] = index
         event = _MemEvent(self._new_event_id(), "store", spaces, space, address, nbytes, value, guard)
@@ -2268,11 +2259,28 @@ def _resize(dom: SymbolicDomain, value: BV, width: int) -> BV:
     return dom.zext(value, width)
 
 
+_T = TypeVar("_T")
+
+
+def _memo(table: dict[Any, tuple[Any, _T]], key: Any, term: Any, compute: Callable[[], _T]) -> _T:
+    """``compute()``, once per ``key`` of ``table``; ``term`` (whose Z3 id
+    the key holds) is kept with the answer, so that the id is not reused."""
+    hit = table.get(key)
+    if hit is None:
+        hit = (term, compute())
+        table[key] = hit
+    return hit[1]
+
+
+def _summands(address: BV) -> list[BV]:
+    """The terms of the sum ``address`` (itself when it is no sum)."""
+    return address.children() if z3.is_app_of(address, z3.Z3_OP_BADD) else [address]
+
+
 def _symbol_term(address: BV) -> str | None:
     """The ``&name`` among the terms of the sum ``address`` (``&name + ...``),
     or None: where a simplified address keeps its variable."""
-    terms = address.children() if z3.is_app_of(address, z3.Z3_OP_BADD) else [address]
-    for term in terms:
+    for term in _summands(address):
         if z3.is_const(term) and not z3.is_bv_value(term):
             name = term.decl().name()
             if name.startswith("&"):
