@@ -335,3 +335,36 @@ def test_slices_with_free_reads_answer_as_the_whole() -> None:
         assert full.check() == sliced.check(), (query, context, part)
         checked += 1
     assert checked > 200
+
+
+def test_a_gcc_openmp_analysis_is_the_same_under_any_string_hash_seed(gcc_corpus) -> None:  # type: ignore[no-untyped-def]
+    """Python randomises string hashes per process; the renamed keys iterate
+    their symbols' names, and Z3's terms (whose ids order the simplifier's
+    arguments) must be made in one order whatever the seed, or two runs of
+    the drop-in on one file ask the solver different questions."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    _, name = _openmp_kernel(gcc_corpus, "main$_omp_fn$4")
+    (path,) = [f.ptx_path for f in gcc_corpus if f.source_path.name == "omp_target.c"]
+    script = (
+        "import json, sys; from ptxasw.parser import parse_file; "
+        "from ptxasw.emulator.symbolic.executor import Budget, analyze_kernel; "
+        "r = analyze_kernel(parse_file(sys.argv[1]), sys.argv[2], Budget(time_s=60)); "
+        "print(json.dumps([r.stats.solver_calls, r.stats.solver_unknown, r.stats.renamed_answers, "
+        "len(r.flows)]))"
+    )
+    runs = []
+    for seed in ("0", "1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        done = subprocess.run(
+            [sys.executable, "-c", script, str(path), name],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        runs.append(json.loads(done.stdout))
+    assert runs[0] == runs[1] == runs[2], runs

@@ -55,7 +55,7 @@ class AlphaKeys:
         for f in formulas:
             names |= self.symbols.of(f)
         by_base: dict[str, list[tuple[tuple[int, ...], str]]] = {}
-        for name in names:
+        for name in sorted(names):  # not set order: Z3 terms made in one order each run
             base, ordinal = self._split(name)
             by_base.setdefault(base, []).append((ordinal, name))
         constants: list[tuple[z3.ExprRef, z3.ExprRef]] = []
