@@ -56,19 +56,13 @@ def build_gcc_corpus(cache_dir: pathlib.Path) -> list[CorpusFile]:
     gcc = gcc_offload()
     if gcc is None:
         return []
-    tools = _capturing_tools(cache_dir)
     files = []
     for source_name, model in GCC_SOURCES:
         source = GCC_DIR / source_name
-        digest = hashlib.sha256(source.read_bytes() + model.encode()).hexdigest()[:12]
-        stem = source.stem
-        ptx = cache_dir / f"{stem}.gcc.{digest}.ptx"
-        if not ptx.exists():
-            _compile(gcc, source, model, tools, ptx, cache_dir)
         files.append(
             CorpusFile(
-                name=f"{stem}.gcc",
-                ptx_path=ptx,
+                name=f"{source.stem}.gcc",
+                ptx_path=_cached_ptx(gcc, cache_dir, source, model),
                 source_path=source,
                 compiler="gcc",
                 flags=(model,),
@@ -87,12 +81,20 @@ def build_gcc_variant(cache_dir: pathlib.Path, source_name: str, model: str, opt
     gcc = gcc_offload()
     if gcc is None:
         return None
-    tools = _capturing_tools(cache_dir)
-    source = GCC_DIR / source_name
-    digest = hashlib.sha256(source.read_bytes() + model.encode() + opt.encode()).hexdigest()[:12]
-    ptx = cache_dir / f"{source.stem}.gcc{opt}{model.removeprefix('-f')}.{digest}.ptx"
+    return _cached_ptx(gcc, cache_dir, GCC_DIR / source_name, model, opt)
+
+
+def _cached_ptx(
+    gcc: str, cache_dir: pathlib.Path, source: pathlib.Path, model: str, opt: str | None = None
+) -> pathlib.Path:
+    """``source``'s offload PTX, compiled once per source text, model and
+    level (``None``: the corpus's ``-O2``, named as it always was)."""
+    level = "" if opt is None else opt
+    digest = hashlib.sha256(source.read_bytes() + model.encode() + level.encode()).hexdigest()[:12]
+    tag = "" if opt is None else f"{opt}{model.removeprefix('-f')}"
+    ptx = cache_dir / f"{source.stem}.gcc{tag}.{digest}.ptx"
     if not ptx.exists():
-        _compile(gcc, source, model, tools, ptx, cache_dir, opt)
+        _compile(gcc, source, model, _capturing_tools(cache_dir), ptx, cache_dir, opt or "-O2")
     return ptx
 
 
