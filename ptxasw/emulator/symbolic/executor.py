@@ -444,11 +444,25 @@ class _DiffForms:
         return self._overlap
 
 
+@dataclass(frozen=True, eq=False)
+class _OpenRelation:
+    """Two addresses whose difference ``diff`` is no constant: what
+    `SymbolicExecutor._relation` asks the solver under a path condition,
+    unless ``cheap`` (the stride forms already keep them apart)."""
+
+    a: BV
+    b: BV
+    diff: BV
+    na: int
+    nb: int
+    cheap: bool
+
+
 @dataclass
 class _LoopInfo:
     """What entering a loop needs, computed once per loop."""
 
-    label: str
+    label: str  # unique among the kernel's loops: the name of its symbols
     written: set[str]
     # reg -> the signed loop-invariant steps added to it per iteration
     induction: dict[str, tuple[tuple[int, ir.Operand], ...]]
@@ -1089,6 +1103,8 @@ class SymbolicExecutor:
         # sibling flows compare the same addresses (GCC's -O3 npb_bt y_solve:
         # 6,722 comparisons of 1,296 differences).
         self._diff_forms: dict[tuple[int, int, int], tuple[BV, _DiffForms]] = {}
+        # `_term_relation` by (address ids, sizes, precise), the terms kept alive.
+        self._relations: dict[tuple[int, int, int, int, bool], tuple[BV, BV, str | int | _OpenRelation]] = {}
         self._omp_teams: BV | None = None  # omp_get_num_teams(), one value per kernel
         self.sources = self._source_positions()
         self.loop_infos: dict[int, _LoopInfo] = {}
@@ -1096,6 +1112,7 @@ class SymbolicExecutor:
         self.memo: dict[tuple[Any, ...], tuple[int, list[BV]]] = {}
         self.counter = 0
         self.loop_entries = 0
+        self._iteration_ranged: set[str] = set()  # loops whose iteration symbol has its range
         self.partial: str | None = None
         self._load_funcs: dict[tuple[str, int, int, int], z3.FuncDeclRef] = {}
         self._load_bits: dict[str, int] = {}  # load function name -> value width
@@ -1580,50 +1597,70 @@ class SymbolicExecutor:
         otherwise (sound: the caller only learns less). For loads of a
         thread's own memory, whose invalidation only annotates the trace,
         the solver's proofs of disjoint stack slots in nested loops cost
-        most of the analysis of GCC's offload code."""
+        most of the analysis of GCC's offload code.
+
+        What the terms alone decide is kept per pair of addresses
+        (`_term_relation`): sibling flows run the same stores against the
+        same loads, and only the solver's part depends on the path."""
+        key = (a.get_id(), na, b.get_id(), nb, precise)
+        known = self._relations.get(key)
+        if known is None:
+            known = (a, b, self._term_relation(a, na, b, nb, precise))
+            self._relations[key] = known
+        relation = known[2]
+        if not isinstance(relation, _OpenRelation):
+            return relation
+        if relation.cheap:
+            self.solver.stats.cheap_answers += 1
+            return "disjoint"
+        return self._solved_relation(st, relation)
+
+    def _term_relation(self, a: BV, na: int, b: BV, nb: int, precise: bool) -> str | int | _OpenRelation:
+        """The part of `_relation` that reads only the two terms: the answer,
+        or what the solver is to be asked (`_OpenRelation`)."""
         if a.size() != b.size():
             w = max(a.size(), b.size())
             a, b = _resize(self.dom, a, w), _resize(self.dom, b, w)
-        w = a.size()
         base_a, _ = self._split(a)
         base_b, _ = self._split(b)
         if base_a is not None and base_b is not None and base_a != base_b:
             return "disjoint"  # two declared variables (call .param slots...): distinct objects
         diff = simplify(a - b)
         d = const_value(diff)
-        if d is None and not precise:
+        if d is not None:
+            return _offset_relation(d, a.size(), na, nb)
+        if not precise:
             return "disjoint" if self._forms(diff, na, nb).stride_disjoint() else "may"
-        if d is None and self._depends_on_pointer(diff):
+        if self._depends_on_pointer(diff):
             # The distance moves with a pointer nothing constrains (two
             # parameters, a loaded pointer): overlap is possible, equality
             # unprovable; no need to ask the solver.
             return "may"
-        if d is None and self.solver.fast and self._forms(diff, na, nb).stride_disjoint():
-            # ``a - b`` is always c0 modulo a power of two that keeps the
-            # byte ranges apart (`affine`): no solver needed.
-            self.solver.stats.cheap_answers += 1
-            return "disjoint"
+        # ``a - b`` always c0 modulo a power of two that keeps the byte
+        # ranges apart (`affine`): disjoint with no solver.
+        cheap = self.solver.fast and self._forms(diff, na, nb).stride_disjoint()
+        return _OpenRelation(a, b, diff, na, nb, cheap)
+
+    def _solved_relation(self, st: _State, rel: _OpenRelation) -> str | int:
+        """`_relation` of two addresses whose difference is not a constant
+        term: asked of the solver under the path condition."""
         fast = self.solver.fast
-        if d is None:
-            differ = [z3.Not(self._forms(diff, na, nb).equal())] if fast else None
-            can_differ = self.solver.check_rewritten(st.pc, [a != b], differ)
-            if can_differ is False:
-                d = 0  # equal under the path condition
-            elif can_differ is None:
-                # Addresses the solver cannot tell apart from equal were
-                # never proved disjoint either (over the corpus and the
-                # offload outputs: 8 of 8 overlaps sat or undecided, at
-                # 20-80 ms a question: 32-bit index products sign-extended).
-                return "may"
-        if d is not None:
-            if d >= nb and (1 << w) - d >= na:
-                return "disjoint"
-            return d if d < (1 << (w - 1)) else d - (1 << w)
+        forms = self._forms(rel.diff, rel.na, rel.nb) if fast else None
+        differ = [z3.Not(forms.equal())] if forms is not None else None
+        can_differ = self.solver.check_rewritten(st.pc, [rel.a != rel.b], differ)
+        if can_differ is False:
+            return _offset_relation(0, rel.a.size(), rel.na, rel.nb)  # equal under the path condition
+        if can_differ is None:
+            # Addresses the solver cannot tell apart from equal were
+            # never proved disjoint either (over the corpus and the
+            # offload outputs: 8 of 8 overlaps sat or undecided, at
+            # 20-80 ms a question: 32-bit index products sign-extended).
+            return "may"
         # [a, a+na) and [b, b+nb) overlap iff (a - b) mod 2^w lies in
         # [0, nb) or (2^w - na, 2^w): one unsigned comparison on the
         # already simplified difference.
-        overlap = z3.ULT(diff + (na - 1), na + nb - 1)
-        cheaper = [self._forms(diff, na, nb).overlap()] if fast else None
+        overlap = z3.ULT(rel.diff + (rel.na - 1), rel.na + rel.nb - 1)
+        cheaper = [forms.overlap()] if forms is not None else None
         if self.solver.check_rewritten(st.pc, [overlap], cheaper) is False:
             return "disjoint"
         return "may"
@@ -2155,6 +2192,8 @@ class SymbolicExecutor:
         cfg = self.cfg
         header = cfg.blocks[loop.header]
         label = header.label or f"B{loop.header}"
+        if any(other.label == label for other in self.loop_infos.values()):
+            label = f"{label}@B{loop.header}"
         defs: dict[str, list[tuple[ir.Instruction, int, int]]] = {}
         clobbers: set[str] = set()
         for b in loop.body:
@@ -2177,12 +2216,24 @@ class SymbolicExecutor:
         return info
 
     def _enter_loop(self, st: _State, loop: Loop) -> None:
+        """Abstract ``loop`` on entry: one iteration of unknown number, its
+        induction variables in terms of it, the other registers it writes
+        unknown, the memory it may write clobbered.
+
+        The symbols are named after the loop alone, not after the entry: a
+        flow enters a loop at most once (coming back to the header ends it),
+        so the name is unique on every flow, and sibling flows that enter a
+        loop alike build the same terms. Their questions, address relations
+        and states are then the same and answered once (GCC's npb_bt solve
+        routines enter their nine loops 73 times on 162 flows)."""
         info = self._loop_info(loop)
         self.loop_entries += 1
-        name = f"{info.label}#{self.loop_entries}"
+        name = info.label
         it = z3.BitVec(f"iter_{name}", 64)
-        # Iteration counts are non-negative and far from wrapping.
-        self.solver.assume(z3.ULT(it, z3.BitVecVal(1 << 62, 64)))
+        if name not in self._iteration_ranged:
+            # Iteration counts are non-negative and far from wrapping.
+            self._iteration_ranged.add(name)
+            self.solver.assume(z3.ULT(it, z3.BitVecVal(1 << 62, 64)))
         old = st.env
         new_env = {k: v for k, v in old.items() if k[0] not in info.written}
         for reg_name in sorted(info.written):
@@ -2231,6 +2282,15 @@ class SymbolicExecutor:
 
 # --------------------------------------------------------------------------
 # Small helpers
+
+
+def _offset_relation(d: int, width: int, na: int, nb: int) -> str | int:
+    """`SymbolicExecutor._relation` of accesses of ``na`` and ``nb`` bytes
+    whose addresses differ by the constant ``d`` (modulo ``2**width``):
+    ``disjoint``, or the signed offset."""
+    if d >= nb and (1 << width) - d >= na:
+        return "disjoint"
+    return d if d < (1 << (width - 1)) else d - (1 << width)
 
 
 def _perf_shape(fn: ir.Function, directive: str) -> tuple[int, int, int] | None:
