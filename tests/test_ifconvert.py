@@ -42,12 +42,15 @@ KERNEL = """
 {body}
     st.global.u32 [%rd5], %r3;
     ret;
+{tail}
 }}
 """
 
 
-def module(body: str) -> ir.Module:
-    return parse_ptx(HEADER + KERNEL.format(body=body), "ifconvert.ptx")
+def module(body: str, tail: str = "") -> ir.Module:
+    """The kernel with ``body`` before its store and ``tail`` after its ``ret``
+    (where GCC puts the out-of-line side of a branch)."""
+    return parse_ptx(HEADER + KERNEL.format(body=body, tail=tail), "ifconvert.ptx")
 
 
 def converted_module(mod: ir.Module) -> tuple[ir.Module, int]:
@@ -100,6 +103,82 @@ def test_a_diamond_guards_each_side_with_its_condition() -> None:
     assert guards(mod) == ["%p1 add", "!%p1 sub"]
 
 
+# GCC's OpenMP static schedule (npb_bt's x_solve at -O3): the first
+# `rem` teams take one iteration more; that side is out of line, and the other
+# side leaves early when its chunk is empty.
+SCHEDULE_BODY = """
+    rem.u32 %r29, %r2, 7;
+    div.u32 %r28, %r2, 7;
+    setp.lt.u32 %p1, %r1, %r29;
+    @%p1 bra $LONGER;
+    mad.lo.u32 %r32, %r1, %r28, %r29;
+    add.u32 %r34, %r28, %r32;
+    setp.ge.u32 %p2, %r32, %r34;
+    @%p2 bra $EMPTY;
+$CHUNK:
+    sub.u32 %r3, %r34, %r32;
+    add.u32 %r3, %r3, %r32;
+$EMPTY:
+"""
+SCHEDULE_TAIL = """
+$LONGER:
+    add.u32 %r30, %r28, 1;
+    mul.lo.u32 %r32, %r1, %r30;
+    add.u32 %r34, %r30, %r32;
+    bra $CHUNK;
+"""
+
+
+def test_gccs_out_of_line_side_is_guarded_and_its_early_exit_kept() -> None:
+    mod, regions = converted_module(module(SCHEDULE_BODY, SCHEDULE_TAIL))
+    assert regions == 1
+    fn = mod.function("k")
+    insts = list(fn.instructions())
+    # `@%p1 bra $LONGER` runs the fall-through side when %p1 is false: its
+    # guard is negated into a fresh predicate, and-ed with the exit's.
+    (negation,) = [i for i in insts if i.opcode == "not"]
+    (both,) = [i for i in insts if i.opcode == "and"]
+    (exit_branch,) = [i for i in insts if i.opcode == "bra"]
+    assert negation.operands[1] == ir.Register("%p1")
+    assert both.operands[1:] == (negation.operands[0], ir.Register("%p2"))
+    assert exit_branch.guard == ir.Guard(both.operands[0]) and exit_branch.operands[0].name == "$EMPTY"
+    assert guards(mod) == [
+        "!%p1 mad",
+        "!%p1 add",
+        "!%p1 setp",
+        f"{both.operands[0].name} bra",
+        "%p1 add",
+        "%p1 mul",
+        "%p1 add",
+    ]
+    assert "$LONGER" not in print_module(mod)
+
+
+@pytest.mark.parametrize("tid", [0, 1, 2, 5, 6, 40])
+def test_gccs_schedule_converted_computes_the_same_bits(tid: int) -> None:
+    original = module(SCHEDULE_BODY, SCHEDULE_TAIL)
+    converted, _ = converted_module(original)
+    data = np.arange(0, 77 * 3, 3, dtype=np.uint32)
+    outs = []
+    for mod in (original, converted):
+        out = np.zeros_like(data)
+        launch(mod, "k", (1,), (77,), [data.copy(), out])
+        outs.append(out)
+    assert np.array_equal(outs[0], outs[1])
+
+
+def test_the_schedule_runs_on_one_flow_to_its_exit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without the conversion the two sides of the schedule are two flows
+    down to the end of the kernel; with it, one flow, which forks only at
+    the early exit."""
+    mod = module(SCHEDULE_BODY, SCHEDULE_TAIL)
+    monkeypatch.setattr(executor, "IF_CONVERT", False)
+    forked = analyze_kernel(mod, "k")
+    monkeypatch.setattr(executor, "IF_CONVERT", True)
+    guarded = analyze_kernel(mod, "k")
+    assert len(forked.flows) == 3 and len(guarded.flows) == 2
+
+
 @pytest.mark.parametrize(
     "body, why",
     [
@@ -120,6 +199,21 @@ def test_regions_that_must_stay_branches(body: str, why: str) -> None:
     assert regions == 0, why
 
 
+@pytest.mark.parametrize(
+    "body, tail, why",
+    [
+        (SCHEDULE_BODY, SCHEDULE_TAIL.replace("$LONGER:", "    add.u32 %r3, %r3, 1;\n$LONGER:"), "falls into"),
+        (SCHEDULE_BODY.replace("$CHUNK:", "$CHUNK:\n    @%p1 bra $LONGER;"), SCHEDULE_TAIL, "two branches"),
+        (SCHEDULE_BODY, SCHEDULE_TAIL.replace("bra $CHUNK;", "bra $EMPTY;"), "goes elsewhere"),
+        (SCHEDULE_BODY, SCHEDULE_TAIL.replace("mul.lo", "st.global.u32 [%rd5], %r3;\n    mul.lo"), "a store"),
+        (SCHEDULE_BODY.replace("@%p2 bra", "@%p1 bra"), SCHEDULE_TAIL, "exit on the predicate"),
+    ],
+)
+def test_out_of_line_sides_that_must_stay_branches(body: str, tail: str, why: str) -> None:
+    _, regions = converted_module(module(body, tail))
+    assert regions == 0, why
+
+
 _OPS = [
     "add.u32 {d}, {a}, {b};",
     "sub.u32 {d}, {a}, {b};",
@@ -132,9 +226,11 @@ _OPS = [
 ]
 
 
-def random_body(rng: random.Random, regions: int) -> str:
+def random_body(rng: random.Random, regions: int, tail: list[str] | None = None) -> str:
     """Register computations in triangles and diamonds on conditions of the
-    loaded value, nested in sequence; %p2 is set inside some regions."""
+    loaded value, nested in sequence; %p2 is set inside some regions. With
+    ``tail``, also GCC's shape: the taken side appended to ``tail`` (after
+    the ``ret``), the fall-through side maybe leaving early (%p3)."""
     regs = ["%r2", "%r3"]
     lines: list[str] = ["    setp.gt.u32 %p2, %r2, 1000;"]
 
@@ -149,7 +245,21 @@ def random_body(rng: random.Random, regions: int) -> str:
         lines.append(f"    and.b32 %r30, %r2, {1 << rng.randrange(8)};")
         lines.append("    setp.eq.u32 %p1, %r30, 0;")
         guard = rng.choice(["@%p1", "@!%p1"])
-        if rng.random() < 0.5:
+        if tail is not None and rng.random() < 0.5:
+            lines.append(f"    {guard} bra $O{n};")
+            exits = rng.randint(0, 2)
+            for _ in range(exits):
+                lines += [op() for _ in range(rng.randint(0, 2))]
+                lines.append(f"    setp.lt.u32 %p3, {rng.choice(regs)}, {rng.randrange(1 << 32)};")
+                lines.append(f"    {rng.choice(['@%p3', '@!%p3'])} bra $X{n};")
+            lines += [op() for _ in range(rng.randint(0, 2))]
+            lines.append(f"$J{n}:")
+            lines.append(f"    add.u32 %r3, %r3, {rng.choice(regs)};")
+            lines.append(f"$X{n}:")
+            tail.append(f"$O{n}:")
+            tail += [op() for _ in range(rng.randint(1, 3))]
+            tail.append(f"    bra.uni $J{n};")
+        elif rng.random() < 0.5:
             lines.append(f"    {guard} bra $T{n};")
             lines += [op() for _ in range(rng.randint(1, 4))]
             if rng.random() < 0.3:
@@ -166,12 +276,14 @@ def random_body(rng: random.Random, regions: int) -> str:
     return "\n".join(lines)
 
 
-@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("seed", range(24))
 def test_converted_kernels_compute_the_same_bits(seed: int) -> None:
     rng = random.Random(seed)
-    original = module(random_body(rng, rng.randint(2, 6)))
+    tail: list[str] | None = [] if seed % 2 else None
+    original = module(random_body(rng, rng.randint(2, 6), tail), "\n".join(tail or []))
     converted, regions = converted_module(original)
     assert regions >= 2
+    assert "$O" not in print_module(converted), "every out-of-line side is converted"
     data = np.random.default_rng(seed).integers(0, 2**32, 77, dtype=np.uint64).astype(np.uint32)
     data[::5] = np.arange(0, 2000, 130, dtype=np.uint32)[: len(data[::5])]
     outs = []
@@ -184,7 +296,9 @@ def test_converted_kernels_compute_the_same_bits(seed: int) -> None:
 
 @pytest.mark.skipif(shutil.which("ptxas") is None, reason="needs NVIDIA's ptxas")
 def test_converted_text_assembles(tmp_path: Path) -> None:
-    converted, _ = converted_module(module(random_body(random.Random(3), 5)))
+    tail: list[str] = []
+    converted, _ = converted_module(module(random_body(random.Random(3), 8, tail), "\n".join(tail)))
+    assert any(i.opcode == "and" for i in converted.function("k").instructions()), "an early exit is converted"
     path = tmp_path / "k.ptx"
     path.write_text(print_module(converted))
     run = subprocess.run(

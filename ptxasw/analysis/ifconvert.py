@@ -20,7 +20,23 @@ Two shapes, both as nvcc and GCC print them, within one scope:
                         B...
                         J:
 
-become ``@!%p A...; L:`` and ``@!%p F...; @%p B...; J:``. A region is taken
+become ``@!%p A...; L:`` and ``@!%p F...; @%p B...; J:``. A third shape is
+GCC's: the taken side out of line, after an unconditional jump or return,
+ending in a jump back to the label the fall-through side runs into, which
+may leave early through guarded branches (OpenMP's static schedule gives
+the first ``n % threads`` threads one iteration more; every GCC OpenMP
+kernel computes its team's and its thread's bounds this way, twice over)::
+
+    @%p bra T;          ...
+    F1...               T:            (no other branch to T)
+    @%q bra X;          B...
+    F2...               bra J;
+    J:
+
+becomes ``not.pred %r, %p; @%r F1...; and.pred %e, %r, %q; @%e bra X;
+@%r F2...; @%p B...; J:`` (the early exit taken only where the fall-through
+side runs; fresh predicates named by `FunctionBuilder`), and the out-of-line
+code goes. A region is taken
 only when every instruction in it is unguarded register arithmetic,
 comparison, logic, conversion or a move (no carry flag), none writes the
 branch predicate, and it has at most `MAX_REGION` instructions. The input is
@@ -37,6 +53,7 @@ from dataclasses import dataclass, field
 
 from ptxasw import ir
 from ptxasw.ir import isa
+from ptxasw.ir.builder import BuildError, FunctionBuilder
 
 __all__ = ["MAX_REGION", "Converted", "if_convert"]
 
@@ -70,11 +87,12 @@ def if_convert(fn: ir.Function) -> Converted:
     """``fn`` with its convertible branch regions guarded (see the module docstring)."""
     if fn.body is None:
         return Converted(fn)
-    converter = _Converter(_label_references(fn.body.body))
+    converter = _Converter(_label_references(fn.body.body), fn)
     body = converter.statements(fn.body.body)
     if not converter.regions:
         return Converted(fn)
-    new_fn = dataclasses.replace(fn, body=ir.Block(body, fn.body.loc))
+    declared = [ir.VarDecl(".reg", ".pred", [ir.VarName(reg.name)]) for reg in converter.fresh]
+    new_fn = dataclasses.replace(fn, body=ir.Block([*declared, *body], fn.body.loc))
     return Converted(new_fn, converter.origin, converter.regions)
 
 
@@ -112,16 +130,32 @@ def _names_in(decl: ir.VarDecl) -> list[str]:
 
 
 class _Converter:
-    def __init__(self, refs: Counter[str]) -> None:
+    def __init__(self, refs: Counter[str], fn: ir.Function) -> None:
         self.refs = refs
+        self.fn = fn
         self.origin: dict[int, ir.Instruction] = {}
         self.regions = 0
+        self.dropped: set[int] = set()  # ids of out-of-line arms now guarded where they branched from
+        self.fresh: list[ir.Register] = []  # predicates the converted code adds
+        self._builder: FunctionBuilder | None = None
+
+    def builder(self) -> FunctionBuilder:
+        """Names and checks for the added predicates: a builder over a copy of
+        the function (the input is never modified), made on first use."""
+        if self._builder is None:
+            assert self.fn.body is not None
+            copy = dataclasses.replace(self.fn, body=ir.Block(list(self.fn.body.body), self.fn.body.loc))
+            self._builder = FunctionBuilder(copy, prefix="%ifc")
+        return self._builder
 
     def statements(self, stmts: Sequence[object]) -> list[object]:
         out: list[object] = []
         i = 0
         while i < len(stmts):
             stmt = stmts[i]
+            if id(stmt) in self.dropped:
+                i += 1
+                continue
             if isinstance(stmt, ir.Block):
                 out.append(dataclasses.replace(stmt, body=self.statements(stmt.body)))
                 i += 1
@@ -139,7 +173,11 @@ class _Converter:
     def _region(self, stmts: Sequence[object], i: int) -> tuple[list[object], int] | None:
         """The guarded statements that replace the branch at ``i`` and what
         follows it, and the index to go on from (the join label); None when
-        the shape does not fit."""
+        no shape fits."""
+        return self._inline_region(stmts, i) or self._out_of_line_region(stmts, i)
+
+    def _inline_region(self, stmts: Sequence[object], i: int) -> tuple[list[object], int] | None:
+        """A triangle or a diamond laid out in order (the module docstring)."""
         branch = stmts[i]
         assert isinstance(branch, ir.Instruction) and branch.guard is not None
         target = _target(branch)
@@ -166,6 +204,110 @@ class _Converter:
         if _count(first) + _count(second) > MAX_REGION:
             return None
         return [*self._guarded(first, predicate, skipped), *self._guarded(second, predicate, not skipped)], k
+
+    def _out_of_line_region(self, stmts: Sequence[object], i: int) -> tuple[list[object], int] | None:
+        """GCC's shape (the module docstring): a fall-through side that may
+        leave early, running into a label J; the taken side, if not J
+        itself, out of line further down and jumping back to J."""
+        branch = stmts[i]
+        assert isinstance(branch, ir.Instruction) and branch.guard is not None
+        target = _target(branch)
+        predicate = branch.guard.predicate
+        skipped = not branch.guard.negated
+        j = i + 1
+        while j < len(stmts) and not isinstance(stmts[j], ir.Label):
+            stmt = stmts[j]
+            if isinstance(stmt, ir.Block):
+                return None
+            if isinstance(stmt, ir.Instruction) and not (
+                _convertible(stmt, predicate) or _is_early_exit(stmt, predicate, target)
+            ):
+                return None
+            j += 1
+        if j >= len(stmts):
+            return None
+        first = list(stmts[i + 1 : j])
+        join = stmts[j]
+        assert isinstance(join, ir.Label)
+        second: list[object] = []
+        arm: range = range(0)
+        if join.name != target:
+            found = self._out_of_line_arm(stmts, j + 1, target, join.name, predicate)
+            if found is None:
+                return None
+            second, arm = found
+        if _count(first) + _count(second) > MAX_REGION:
+            return None
+        if not any(_is_early_exit(s, predicate, target) for s in first) and not second:
+            return None  # a plain triangle: `_inline_region`'s
+        try:
+            emitted = [
+                *self._with_exits(first, predicate, skipped),
+                *self._guarded(second, predicate, not skipped),
+            ]
+        except BuildError:
+            return None  # a register the instruction table cannot type here: leave the branch
+        self.dropped.update(id(stmts[n]) for n in arm)
+        return emitted, j
+
+    def _out_of_line_arm(
+        self, stmts: Sequence[object], start: int, target: str | None, join: str, predicate: ir.Register
+    ) -> tuple[list[object], range] | None:
+        """The statements of the arm labelled ``target`` (after ``start``,
+        reached by one branch, nothing falling into it) up to its ``bra``
+        back to ``join``; and the range of statement indices it spans."""
+        if target is None or self.refs[target] != 1:
+            return None
+        t = next(
+            (
+                n
+                for n in range(start, len(stmts))
+                if isinstance(stmts[n], ir.Label) and stmts[n].name == target
+            ),
+            None,
+        )
+        if t is None or not _ends_flow(_previous_instruction(stmts, t)):
+            return None
+        second, k = self._straight(stmts, t + 1, predicate)
+        if second is None or k >= len(stmts):
+            return None
+        back = stmts[k]
+        if not (_is_plain_branch(back) and _target(back) == join):
+            return None
+        return second, range(t, k + 1)
+
+    def _with_exits(self, region: list[object], predicate: ir.Register, negated: bool) -> list[object]:
+        """``region`` guarded by ``@[!]predicate``, its early exits taken only
+        where that guard holds (a fresh predicate each: ``and`` of the guard
+        and the exit's condition)."""
+        if not any(isinstance(s, ir.Instruction) and s.opcode == "bra" for s in region):
+            return self._guarded(region, predicate, negated)
+        b = self.builder()
+        out: list[object] = []
+        runs = predicate
+        if negated:
+            runs = self._fresh()
+            out.append(b.instruction("not", [".pred"], [runs, predicate]))
+        for stmt in region:
+            if not (isinstance(stmt, ir.Instruction) and stmt.opcode == "bra"):
+                out.extend(self._guarded([stmt], predicate, negated))
+                continue
+            assert stmt.guard is not None
+            condition = stmt.guard.predicate
+            if stmt.guard.negated:
+                condition = self._fresh()
+                out.append(b.instruction("not", [".pred"], [condition, stmt.guard.predicate]))
+            taken = self._fresh()
+            out.append(b.instruction("and", [".pred"], [taken, runs, condition]))
+            exit_copy = b.copy(stmt, guard=ir.Guard(taken))
+            self.origin[id(exit_copy)] = stmt
+            out.append(exit_copy)
+        return out
+
+    def _fresh(self) -> ir.Register:
+        reg = self.builder().fresh_pred()
+        self.fresh.append(reg)
+        return reg
 
     def _straight(
         self, stmts: Sequence[object], start: int, predicate: ir.Register
@@ -197,6 +339,38 @@ class _Converter:
             else:
                 out.append(stmt)  # .loc and other directives stay where they were
         return out
+
+
+def _is_early_exit(stmt: object, predicate: ir.Register, target: str | None) -> bool:
+    """A guarded one-target ``bra`` out of a region, on a condition other
+    than the region's own predicate."""
+    return (
+        _is_guarded_branch(stmt)
+        and isinstance(stmt, ir.Instruction)
+        and stmt.guard is not None
+        and stmt.guard.predicate.name != predicate.name
+        and _target(stmt) != target
+    )
+
+
+def _previous_instruction(stmts: Sequence[object], index: int) -> object | None:
+    """The statement before ``index``, skipping directives (``.loc``) that do
+    not change control flow; None at the start or after a label or block."""
+    for n in range(index - 1, -1, -1):
+        stmt = stmts[n]
+        if isinstance(stmt, ir.Instruction | ir.Label | ir.Block):
+            return stmt
+    return None
+
+
+def _ends_flow(stmt: object) -> bool:
+    """Whether nothing falls through past ``stmt``: an unguarded ``bra``,
+    ``ret``, ``exit`` or ``trap``."""
+    return (
+        isinstance(stmt, ir.Instruction)
+        and stmt.guard is None
+        and (_is_plain_branch(stmt) or isa.is_return(stmt))
+    )
 
 
 def _count(region: list[object]) -> int:
