@@ -179,6 +179,66 @@ def test_the_schedule_runs_on_one_flow_to_its_exit(monkeypatch: pytest.MonkeyPat
     assert len(forked.flows) == 3 and len(guarded.flows) == 2
 
 
+INLINED_SCHEDULE = (
+    HEADER
+    + """
+.func (.param .u32 r) chunk(.param .u32 n, .param .u32 t)
+{
+    .reg .pred %p<4>;
+    .reg .b32 %r<40>;
+    ld.param.u32 %r2, [n];
+    ld.param.u32 %r1, [t];
+    mov.u32 %r3, 0;
+"""
+    + SCHEDULE_BODY
+    + """
+    st.param.u32 [r], %r3;
+    ret;
+"""
+    + SCHEDULE_TAIL
+    + """
+}
+
+.visible .entry k(.param .u64 in, .param .u64 out)
+{
+    .reg .b32 %r<8>;
+    .reg .b64 %rd<8>;
+    ld.param.u64 %rd1, [in];
+    ld.param.u64 %rd2, [out];
+    mov.u32 %r1, %tid.x;
+    mul.wide.u32 %rd3, %r1, 4;
+    add.s64 %rd4, %rd1, %rd3;
+    add.s64 %rd5, %rd2, %rd3;
+    ld.global.u32 %r2, [%rd4];
+    {
+        .param .u32 a;
+        .param .u32 b;
+        .param .u32 r;
+        st.param.u32 [a], %r2;
+        st.param.u32 [b], %r1;
+        call (r), chunk, (a, b);
+        ld.param.u32 %r3, [r];
+    }
+    st.global.u32 [%rd5], %r3;
+    ret;
+}
+"""
+)
+
+
+def test_the_schedule_in_an_inlined_callee_runs_on_one_flow(monkeypatch: pytest.MonkeyPatch) -> None:
+    """GCC's schedule sits in the outlined region's function, inlined before
+    the analysis, whose registers the inliner renames without declarations:
+    the added predicates are checked against the instruction table alone."""
+    mod = parse_ptx(INLINED_SCHEDULE, "inlined.ptx")
+    monkeypatch.setattr(executor, "IF_CONVERT", False)
+    forked = analyze_kernel(mod, "k")
+    monkeypatch.setattr(executor, "IF_CONVERT", True)
+    guarded = analyze_kernel(mod, "k")
+    assert forked.complete and guarded.complete
+    assert len(forked.flows) == 3 and len(guarded.flows) == 2
+
+
 @pytest.mark.parametrize(
     "body, why",
     [

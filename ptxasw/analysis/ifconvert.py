@@ -140,8 +140,11 @@ class _Converter:
         self._builder: FunctionBuilder | None = None
 
     def builder(self) -> FunctionBuilder:
-        """Names and checks for the added predicates: a builder over a copy of
-        the function (the input is never modified), made on first use."""
+        """Names for the added predicates: a builder over a copy of the
+        function (the input is never modified), made on first use. Inlined
+        callees' registers carry no declarations (the inliner renames them
+        apart with a ``$iN`` suffix), so the added instructions are checked
+        against the instruction table alone (`_checked`)."""
         if self._builder is None:
             assert self.fn.body is not None
             copy = dataclasses.replace(self.fn, body=ir.Block(list(self.fn.body.body), self.fn.body.loc))
@@ -282,12 +285,11 @@ class _Converter:
         and the exit's condition)."""
         if not any(isinstance(s, ir.Instruction) and s.opcode == "bra" for s in region):
             return self._guarded(region, predicate, negated)
-        b = self.builder()
         out: list[object] = []
         runs = predicate
         if negated:
             runs = self._fresh()
-            out.append(b.instruction("not", [".pred"], [runs, predicate]))
+            out.append(_checked(ir.Instruction("not", (".pred",), (runs, predicate))))
         for stmt in region:
             if not (isinstance(stmt, ir.Instruction) and stmt.opcode == "bra"):
                 out.extend(self._guarded([stmt], predicate, negated))
@@ -296,10 +298,10 @@ class _Converter:
             condition = stmt.guard.predicate
             if stmt.guard.negated:
                 condition = self._fresh()
-                out.append(b.instruction("not", [".pred"], [condition, stmt.guard.predicate]))
+                out.append(_checked(ir.Instruction("not", (".pred",), (condition, stmt.guard.predicate))))
             taken = self._fresh()
-            out.append(b.instruction("and", [".pred"], [taken, runs, condition]))
-            exit_copy = b.copy(stmt, guard=ir.Guard(taken))
+            out.append(_checked(ir.Instruction("and", (".pred",), (taken, runs, condition))))
+            exit_copy = _checked(dataclasses.replace(stmt, guard=ir.Guard(taken)))
             self.origin[id(exit_copy)] = stmt
             out.append(exit_copy)
         return out
@@ -339,6 +341,14 @@ class _Converter:
             else:
                 out.append(stmt)  # .loc and other directives stay where they were
         return out
+
+
+def _checked(inst: ir.Instruction) -> ir.Instruction:
+    """``inst``, if the instruction table has no objection to it."""
+    problems = isa.instruction_problems(inst)
+    if problems:
+        raise BuildError(f"cannot build {inst.mnemonic}: {'; '.join(problems)}")
+    return inst
 
 
 def _is_early_exit(stmt: object, predicate: ir.Register, target: str | None) -> bool:
