@@ -102,7 +102,7 @@ from ptxasw.emulator.symbolic.affine import disjoint_by_stride, equal_condition,
 from ptxasw.emulator.symbolic.alpha import AlphaKeys
 from ptxasw.emulator.symbolic.domain import SymbolicDomain, as_bool, const_value, simplify
 from ptxasw.emulator.symbolic.independence import Symbols, connected, free_literal
-from ptxasw.emulator.symbolic.intervals import decide
+from ptxasw.emulator.symbolic.intervals import decide, normalize_extensions
 from ptxasw.emulator.symbolic.lanes import LaneModel
 from ptxasw.errors import UnsupportedInstruction
 from ptxasw.ir import isa
@@ -1627,6 +1627,11 @@ class SymbolicExecutor:
             return "disjoint"  # two declared variables (call .param slots...): distinct objects
         diff = simplify(a - b)
         d = const_value(diff)
+        if d is None:
+            # Indices extended two ways (``zext(j)`` beside ``sext(1 + j)``)
+            # cancel once the intervals have put them alike.
+            diff = simplify(normalize_extensions(diff))
+            d = const_value(diff)
         if d is not None:
             return _offset_relation(d, a.size(), na, nb)
         if not precise:
