@@ -1627,11 +1627,6 @@ class SymbolicExecutor:
             return "disjoint"  # two declared variables (call .param slots...): distinct objects
         diff = simplify(a - b)
         d = const_value(diff)
-        if d is None:
-            # Indices extended two ways (``zext(j)`` beside ``sext(1 + j)``)
-            # cancel once the intervals have put them alike.
-            diff = simplify(normalize_extensions(diff))
-            d = const_value(diff)
         if d is not None:
             return _offset_relation(d, a.size(), na, nb)
         if not precise:
@@ -1641,6 +1636,14 @@ class SymbolicExecutor:
             # parameters, a loaded pointer): overlap is possible, equality
             # unprovable; no need to ask the solver.
             return "may"
+        # Indices extended two ways (``zext(j)`` beside ``sext(1 + j)``)
+        # cancel once the intervals have put them alike: asked only here,
+        # before the solver would be, as the walk costs more than the
+        # cheaper answers above.
+        diff = simplify(normalize_extensions(diff))
+        d = const_value(diff)
+        if d is not None:
+            return _offset_relation(d, a.size(), na, nb)
         # ``a - b`` always c0 modulo a power of two that keeps the byte
         # ranges apart (`affine`): disjoint with no solver.
         cheap = self.solver.fast and self._forms(diff, na, nb).stride_disjoint()
