@@ -1,10 +1,4 @@
-"""Answers shared between queries, and questions not asked.
-
-`alpha.AlphaKeys` gives alpha-equivalent queries one key and any two
-queries that are not alpha-equivalent different keys; the executor answers
-a query by its key's earlier answer (`executor.RENAMED_ANSWERS`). A GCC
-OpenMP kernel, whose flows call ``omp_get_num_threads`` on several paths,
-gets the same flows, accesses and alias marks with fewer solver calls.
+"""Questions not asked, and answers that stay the same.
 
 An undecided question is not followed by its companion: a branch side the
 solver cannot decide makes both sides feasible without asking the other, and
@@ -14,113 +8,22 @@ whether they can.
 
 from __future__ import annotations
 
-import re
-
 import pytest
 import z3
 
 from ptxasw.emulator.symbolic import executor
-from ptxasw.emulator.symbolic.alpha import AlphaKeys
 from ptxasw.emulator.symbolic.executor import Budget, analyze_kernel
 from ptxasw.emulator.symbolic.independence import Symbols
 from ptxasw.parser import parse_file
-from tests.test_solver_fastpaths import _shape
 
 
-def _keys() -> AlphaKeys:
-    return AlphaKeys(Symbols())
-
-
-def test_renamed_copies_of_a_question_share_a_key() -> None:
-    keys = _keys()
-    n1, t1, n2, t2 = z3.BitVecs("nt!2 tn!3 nt!11 tn!12", 32)
-    load_a = z3.Function("load_global_32@3", z3.BitVecSort(64), z3.BitVecSort(32))
-    load_b = z3.Function("load_global_32@7", z3.BitVecSort(64), z3.BitVecSort(32))
-    p = z3.BitVec("param_0", 64)
-    first = [z3.ULT(t1, z3.URem(load_a(p), n1)), z3.ULT(t1, n1)]
-    second = [z3.ULT(t2, z3.URem(load_b(p), n2)), z3.ULT(t2, n2)]
-    assert keys.key(first) == keys.key(second)
-
-
-def test_different_questions_get_different_keys() -> None:
-    keys = _keys()
-    x1, x2, x3, y1 = z3.BitVecs("x!1 x!2 x!3 y!1", 32)
-    base = keys.key([z3.ULT(x1, x2)])
-    # One symbol where there were two: not the same question.
-    assert keys.key([z3.ULT(x3, x3)]) != base
-    # The same shape over symbols of another base.
-    assert keys.key([z3.ULT(x1, y1)]) != base
-    # Another constant.
-    assert keys.key([z3.ULT(x1, x2 + 1)]) != base
-    # The order of creation is kept: x!2 < x!1 is x~1 < x~0.
-    assert keys.key([z3.ULT(x2, x1)]) != base
-    # Functions of two memory versions are two functions.
-    f3 = z3.Function("load_global_32@3", z3.BitVecSort(64), z3.BitVecSort(32))
-    f4 = z3.Function("load_global_32@4", z3.BitVecSort(64), z3.BitVecSort(32))
-    a = z3.BitVec("param_0", 64)
-    assert keys.key([f3(a) == f4(a)]) != keys.key([f3(a) == f3(a + 0)])
-
-
-def test_renamed_keys_are_equisatisfiable() -> None:
-    """Whatever shares a key has one answer: random small questions over
-    fresh-numbered symbols, asked twice with renumbered symbols."""
-    import random
-
-    rng = random.Random(3)
-    keys = _keys()
-    answers: dict[tuple[int, ...], z3.CheckSatResult] = {}
-    for trial in range(60):
-        names = [f"v!{rng.randrange(100)}" for _ in range(3)]
-        xs = [z3.BitVec(n, 8) for n in names]
-        ops = [z3.ULT, z3.UGT, lambda a, b: a == b, lambda a, b: a != b]
-        fs = [rng.choice(ops)(rng.choice(xs), rng.choice(xs) + rng.randrange(3)) for _ in range(3)]
-        key = keys.key(fs)
-        solver = z3.Solver()
-        solver.add(*fs)
-        result = solver.check()
-        if key in answers:
-            assert answers[key] == result, (trial, fs)
-        answers[key] = result
-
-
-def _renumbered(shape: object) -> str:
-    """``shape`` as text, each fresh symbol (``name!N``: a process-wide
-    counter) numbered by its first appearance."""
-    text = repr(shape)
-    order: dict[str, int] = {}
-
-    def renumber(m: re.Match[str]) -> str:
-        if m.group(1) == "a":  # a let binding of the s-expression
-            return m.group(0)
-        return f"{m.group(1)}!{order.setdefault(m.group(0), len(order))}"
-
-    return re.sub(r"([A-Za-z_$%][\w$.%]*)!\d+", renumber, text)
-
-
-def _openmp_kernel(gcc_corpus, prefix: str, source: str = "omp_target.c"):  # type: ignore[no-untyped-def]
-    files = [f for f in gcc_corpus if f.source_path.name == source]
+def _openmp_kernel(gcc_corpus, prefix: str):  # type: ignore[no-untyped-def]
+    files = [f for f in gcc_corpus if f.source_path.name == "omp_target.c"]
     if not files:
         pytest.skip("gcc-12 with nvptx offloading is not installed")
     module = parse_file(files[0].ptx_path)
     (name,) = [k.name for k in module.kernels if k.name == prefix]
     return module, name
-
-
-def test_openmp_kernel_same_analysis_with_renamed_answers(  # type: ignore[no-untyped-def]
-    gcc_corpus, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Loops no longer give their flows renamed copies (their symbols are
-    # named after the loop); the calls to omp_get_num_threads on two paths
-    # of the ADI sweep still do.
-    module, name = _openmp_kernel(gcc_corpus, "adi$_omp_fn$0", "omp_realworld.c")
-    monkeypatch.setattr(executor, "RENAMED_ANSWERS", False)
-    plain = analyze_kernel(module, name, Budget(time_s=60))
-    monkeypatch.setattr(executor, "RENAMED_ANSWERS", True)
-    shared = analyze_kernel(module, name, Budget(time_s=60))
-    assert plain.complete and shared.complete
-    assert plain.stats.renamed_answers == 0 < shared.stats.renamed_answers
-    assert _renumbered(_shape(shared)) == _renumbered(_shape(plain))
-    assert shared.stats.solver_calls < plain.stats.solver_calls
 
 
 def test_an_undecided_branch_condition_is_not_asked_again_negated(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -341,10 +244,10 @@ def test_slices_with_free_reads_answer_as_the_whole() -> None:
 
 
 def test_a_gcc_openmp_analysis_is_the_same_under_any_string_hash_seed(gcc_corpus) -> None:  # type: ignore[no-untyped-def]
-    """Python randomises string hashes per process; the renamed keys iterate
-    their symbols' names, and Z3's terms (whose ids order the simplifier's
-    arguments) must be made in one order whatever the seed, or two runs of
-    the drop-in on one file ask the solver different questions."""
+    """Python randomises string hashes per process; whatever iterates a set
+    of names must not decide the order Z3's terms are made in (their ids
+    order the simplifier's arguments), or two runs of the drop-in on one
+    file ask the solver different questions."""
     import json
     import os
     import subprocess
@@ -356,7 +259,7 @@ def test_a_gcc_openmp_analysis_is_the_same_under_any_string_hash_seed(gcc_corpus
         "import json, sys; from ptxasw.parser import parse_file; "
         "from ptxasw.emulator.symbolic.executor import Budget, analyze_kernel; "
         "r = analyze_kernel(parse_file(sys.argv[1]), sys.argv[2], Budget(time_s=60)); "
-        "print(json.dumps([r.stats.solver_calls, r.stats.solver_unknown, r.stats.renamed_answers, "
+        "print(json.dumps([r.stats.solver_calls, r.stats.solver_unknown, "
         "len(r.flows)]))"
     )
     runs = []

@@ -63,9 +63,7 @@ semantics run on.
   real query, each with a deterministic resource limit. Address overlaps
   go to Z3 restated on the scaled difference (`affine.overlap_condition`:
   the same models, a proof Z3 finds in propagations rather than carry
-  chains). A query that differs from an earlier one only in its symbols'
-  names (another flow's copy, `ptxasw.emulator.symbolic.alpha`) takes its
-  answer; a branch condition left undecided is not asked again negated
+  chains). A branch condition left undecided is not asked again negated
   (both sides are feasible), nor addresses undecided equal whether they
   overlap (they may). ``Stats.cheap_answers`` counts what the cheap
   steps settled.
@@ -99,7 +97,6 @@ from ptxasw.emulator.semantics.collectives import (
     warp_collective,
 )
 from ptxasw.emulator.symbolic.affine import disjoint_by_stride, equal_condition, overlap_condition
-from ptxasw.emulator.symbolic.alpha import AlphaKeys
 from ptxasw.emulator.symbolic.domain import SymbolicDomain, as_bool, const_value, simplify
 from ptxasw.emulator.symbolic.independence import Symbols, connected, free_literal
 from ptxasw.emulator.symbolic.intervals import decide, normalize_extensions
@@ -208,9 +205,6 @@ RLIMIT_PER_MS = 6000
 # `_relation`: disjointness by stride). Off, every question goes through the
 # older steps; tests compare both ways.
 FAST_PATHS = True
-# Answer a query by an earlier one that differs only in its symbols' names
-# (`alpha`: other flows' copies of one question). Off, each is asked anew.
-RENAMED_ANSWERS = True
 # A query goes to the sliced solvers when its connected context has at most
 # this many conjuncts: Z3 answers those in a millisecond, while a larger
 # slice costs the model a full-context query would leave in the cache.
@@ -324,7 +318,6 @@ class Stats:
     solver_seconds: float = 0.0
     model_hits: int = 0
     cheap_answers: int = 0  # queries answered by intervals, a cached model or a simpler query
-    renamed_answers: int = 0  # of those, answers of an earlier query with other symbols (`alpha`)
     seconds: float = 0.0
 
 
@@ -660,9 +653,6 @@ class _Solver:
         self.symbols = Symbols()
         # (query ids, context ids) -> (the formulas, kept alive, and the answer)
         self._answers: dict[tuple[tuple[int, ...], ...], tuple[list[z3.BoolRef], bool | None]] = {}
-        # The same answers by alpha-renamed query (`alpha`): other flows' copies.
-        self.alpha = AlphaKeys(self.symbols)
-        self._renamed_answers: dict[tuple[int, ...], bool | None] = {}
         self.timeout_ms = timeout_ms
         self.rlimit = max(1, timeout_ms * RLIMIT_PER_MS)
         self.budget_s = budget_s
@@ -909,13 +899,6 @@ class _Solver:
                 self.stats.cheap_answers += 1
                 self._answers[key] = ([*extra, *part], True)
                 return True
-            renamed = (*self.alpha.key([*extra, *part]), len(extra)) if RENAMED_ANSWERS else ()
-            if renamed in self._renamed_answers:
-                answer = self._renamed_answers[renamed]
-                self.stats.cheap_answers += 1
-                self.stats.renamed_answers += 1
-                self._answers[key] = ([*extra, *part], answer)
-                return answer
             if len(part) <= _SMALL_SLICE < len(self.axioms) + len(pc):
                 real, abstract, context = self.sliced_real, self.sliced_abstract, part
         start = time.perf_counter()
@@ -925,8 +908,6 @@ class _Solver:
             self.stats.solver_seconds += time.perf_counter() - start
         if self.fast:
             self._answers[key] = ([*extra, *part], answer)
-            if renamed:
-                self._renamed_answers[renamed] = answer
         return answer
 
     def _solve(
