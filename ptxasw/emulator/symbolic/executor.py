@@ -2225,8 +2225,12 @@ class SymbolicExecutor:
             self.solver.assume(z3.ULT(it, z3.BitVecVal(1 << 62, 64)))
         old = st.env
         new_env = {k: v for k, v in old.items() if k[0] not in info.written}
-        for reg_name in sorted(info.written):
-            keys = [k for k in old if k[0] == reg_name]
+        written: dict[str, list[tuple[str, str | None]]] = {}
+        for k in old:
+            if k[0] in info.written:
+                written.setdefault(k[0], []).append(k)
+        for reg_name in sorted(written):
+            keys = written[reg_name]
             ind = info.induction.get(reg_name)
             for key in keys:
                 init = old[key]
