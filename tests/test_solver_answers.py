@@ -243,6 +243,82 @@ def test_slices_with_free_reads_answer_as_the_whole() -> None:
     assert checked > 200
 
 
+def test_reads_at_two_offsets_of_a_variable_are_apart() -> None:
+    """``f(&v + 4) == f(&v + 8)`` needs the conditions on those two places
+    only, not one on ``f(&v)`` nor one on ``&v`` itself (no offset meets
+    another, wherever ``&v`` is); a read of ``f`` at another address, or
+    at an offset of another variable, ties them all again."""
+    from ptxasw.emulator.symbolic.independence import connected
+
+    v, x = z3.BitVecs("&v x", 8)
+    f = z3.Function("load_generic_8@1", z3.BitVecSort(8), z3.BitVecSort(8))
+    query = [f(v + 4) == f(v + 8)]
+    context = [z3.ULT(f(v), 3), z3.ULT(f(v + 4), 9), z3.ULT(f(v + 12), 5), v == x]
+    assert connected(Symbols(), query, context) == [context[1]]
+    w = z3.BitVec("&w", 8)
+    for tie in (z3.ULT(f(x), 1), z3.ULT(f(w + 1), 1)):
+        assert len(connected(Symbols(), query, [*context, tie])) == 5, tie
+
+
+def test_reads_at_two_offsets_of_a_soft_stack_frame_are_apart() -> None:
+    """The same for GCC's OpenMP frame, a loaded stack pointer plus a
+    constant: reads at two offsets of it are two places; a read at an
+    offset of another pointer could meet them."""
+    from ptxasw.emulator.symbolic.independence import connected
+
+    t = z3.BitVec("%tid.y", 64)
+    stacks = z3.BitVec("&__nvptx_stacks", 64)
+    sp = z3.Function("load_shared_64@2", z3.BitVecSort(64), z3.BitVecSort(64))(stacks + 8 * t)
+    f = z3.Function("load_generic_32@7", z3.BitVecSort(64), z3.BitVecSort(32))
+    query = [f(sp + 456) == f(sp + 480)]
+    context = [z3.ULT(f(sp + 456), 9), z3.ULT(f(sp + 500), 4), z3.ULT(t, 8)]
+    assert connected(Symbols(), query, context) == [context[0]]
+    other = z3.BitVec("param_0", 64)
+    tie = z3.ULT(f(other + 8), 1)
+    assert len(connected(Symbols(), query, [*context, tie])) == 4
+
+
+def test_slices_with_reads_at_constant_offsets_answer_as_the_whole() -> None:
+    """Random questions and satisfiable contexts with reads at constant
+    offsets of a variable, at other addresses, and the variable itself:
+    the sliced query has the answer of the whole."""
+    import random
+
+    from ptxasw.emulator.symbolic.independence import connected
+
+    rng = random.Random(12)
+    v, x, y = z3.BitVecs("&v x y", 4)
+    w = z3.BitVec("&w", 4)
+    fs = [z3.Function(f"load_generic_4@{k}", z3.BitVecSort(4), z3.BitVecSort(4)) for k in (1, 2)]
+    points = [fs[0](v), fs[0](v + 1), fs[0](v + 2), fs[1](v + 1), fs[1](v + 3), fs[0](w), fs[1](w + 1)]
+    others = [x, y, fs[0](x), v, w + 2]
+    ops = [z3.ULT, lambda a, b: a == b, lambda a, b: a != b]
+    checked = tied = 0
+
+    def formula(pool: list[z3.BitVecRef]) -> z3.BoolRef:
+        other = rng.choice([*pool, z3.BitVecVal(rng.randrange(16), 4)])
+        return rng.choice(ops)(rng.choice(pool), other)
+
+    for trial in range(600):
+        # Most trials read at points only; some also read elsewhere or name a base.
+        pool = points if trial % 3 else [*points, *others]
+        context = [formula(pool) for _ in range(rng.randint(1, 5))]
+        whole = z3.Solver()
+        whole.add(*context)
+        if whole.check() != z3.sat:
+            continue
+        query = [formula(pool)]
+        part = connected(Symbols(), query, context)
+        tied += len(part) < len(context)
+        full = z3.Solver()
+        full.add(*context, *query)
+        sliced = z3.Solver()
+        sliced.add(*part, *query)
+        assert full.check() == sliced.check(), (query, context, part)
+        checked += 1
+    assert checked > 300 and tied > 50
+
+
 def test_a_gcc_openmp_analysis_is_the_same_under_any_string_hash_seed(gcc_corpus) -> None:  # type: ignore[no-untyped-def]
     """Python randomises string hashes per process; whatever iterates a set
     of names must not decide the order Z3's terms are made in (their ids

@@ -15,6 +15,14 @@ declarations of one name count as one symbol, which can only make the
 connected part larger). A read ``f(a)`` of a memory function that the
 context never names, applied once in the query, is a free value: it ties
 the query to ``f`` but not to what ``a`` mentions (`Symbols.of_query`).
+
+Reads at constant offsets of one base, ``f(&frame + 456)`` and
+``f(&frame + 480)``, are reads of two different places: each is a symbol of
+its own (a "point", `Symbols.refined`) unless another read could meet them,
+``f`` read at an address of another shape or at an offset of another base
+(then they are ``f`` and the base's symbols again). GCC's -O0 code keeps
+every loop counter in its frame, and a branch on two counters otherwise
+drew in every branch on every counter read at that memory version.
 """
 
 from __future__ import annotations
@@ -41,6 +49,14 @@ class Symbols:
         # Each symbol's term (a constant) or declaration (a function), by name.
         self.leaves: dict[str, z3.ExprRef | z3.FuncDeclRef] = {}
         self._apps: dict[int, tuple[z3.ExprRef, dict[str, frozenset[int]]]] = {}
+        # `refined` sets by term id, and by object for context conjuncts.
+        self._refined: dict[int, tuple[z3.ExprRef, frozenset[str]]] = {}
+        self._refined_by_object: dict[int, tuple[z3.ExprRef, frozenset[str]]] = {}
+        # A point's name -> (function, base) it reads; a base is the ids of
+        # its terms (the terms stay alive in `_refined`, with the read).
+        self.points: dict[str, tuple[str, str]] = {}
+        # A point's name -> `of` of the read: what it counts as when points merge.
+        self.read_symbols: dict[str, frozenset[str]] = {}
 
     def conjunct(self, c: z3.BoolRef) -> tuple[frozenset[str], str | None]:
         """`of` and `literal` of a context conjunct, memoised by object."""
@@ -110,6 +126,81 @@ class Symbols:
         self._apps[f.get_id()] = (f, out)
         return out
 
+    def refined_conjunct(self, c: z3.BoolRef) -> frozenset[str]:
+        """`refined` of a context conjunct, memoised by object."""
+        hit = self._refined_by_object.get(id(c))
+        if hit is None or hit[0] is not c:
+            hit = (c, self.refined(c))
+            self._refined_by_object[id(c)] = hit
+        return hit[1]
+
+    def refined(self, e: z3.ExprRef) -> frozenset[str]:
+        """`of`, with each read ``f(&v + c)`` at a constant offset of a
+        variable counted as one symbol of its own, a point (named in
+        `points`), instead of ``f`` and ``&v``."""
+        hit = self._refined.get(e.get_id())
+        if hit is not None:
+            return hit[1]
+        stack: list[tuple[z3.ExprRef, bool]] = [(e, False)]
+        while stack:
+            node, done = stack.pop()
+            key = node.get_id()
+            if key in self._refined:
+                continue
+            point = self._point(node)
+            if point is not None:
+                self._refined[key] = (node, frozenset({point}))
+                continue
+            if not z3.is_app(node) or node.num_args() == 0:
+                self._refined[key] = (node, self.of(node))
+                continue
+            children = node.children()
+            if not done:
+                stack.append((node, True))
+                stack.extend((c, False) for c in children if c.get_id() not in self._refined)
+                continue
+            decl = node.decl()
+            own = {decl.name()} if decl.kind() == z3.Z3_OP_UNINTERPRETED else set()
+            parts = [self._refined[c.get_id()][1] for c in children]
+            self._refined[key] = (node, frozenset(own.union(*parts)))
+        return self._refined[e.get_id()][1]
+
+    def _point(self, node: z3.ExprRef) -> str | None:
+        """The point's name when ``node`` reads a function of one argument
+        at a variable ``&v``, or at a sum with a constant term: ``&v + c``,
+        GCC's soft-stack frame ``load(&__nvptx_stacks + 8*tid.y) + c`` (the
+        base is the sum's other terms, by identity). A read at any other
+        address stays as `of` has it."""
+        if not (z3.is_app(node) and node.num_args() == 1):
+            return None
+        decl = node.decl()
+        if decl.kind() != z3.Z3_OP_UNINTERPRETED:
+            return None
+        arg = node.arg(0)
+        if z3.is_app_of(arg, z3.Z3_OP_BADD):
+            terms = arg.children()
+            if not any(z3.is_bv_value(t) for t in terms):
+                return None  # no offset: a computed address, as `of` has it
+        elif z3.is_const(arg) and arg.decl().name().startswith("&"):
+            terms = [arg]
+        else:
+            return None
+        offset = 0
+        base: list[int] = []
+        for term in terms:
+            if z3.is_bv_value(term):
+                offset += term.as_long()
+            else:
+                base.append(term.get_id())
+        if not base:
+            return None  # a constant address: a point of no base, left to `of`
+        function = decl.name()
+        key = ",".join(map(str, base))
+        name = f"{function}[{key}+{offset % (1 << arg.size())}]"
+        self.points.setdefault(name, (function, key))
+        self.read_symbols.setdefault(name, self.of(node))  # what the read names, as `of` has it
+        return name
+
     def literal(self, c: z3.BoolRef) -> str | None:
         """`free_literal` of ``c``, memoised (path conditions repeat in every query)."""
         key = c.get_id()
@@ -156,7 +247,13 @@ def connected(
     directly or through other conjuncts, in their original order."""
     known = [symbols.conjunct(c) for c in context]
     sets = [symbol_set for symbol_set, _ in known]
-    wanted = symbols.of_query(query, sets)
+    refined = _refined_sets(symbols, query, context)
+    if refined is None:
+        wanted = symbols.of_query(query, sets)
+    else:
+        # Points apart (the free-read rule of `of_query` is left out here:
+        # a larger part is never wrong).
+        wanted, sets = refined
     chosen = [False] * len(context)
     # A free literal (see `free_literal`) is satisfied by a constant
     # interpretation of its function: it is neither chosen nor a bridge.
@@ -172,6 +269,50 @@ def connected(
                 wanted |= s
                 changed = True
     return [c for c, keep in zip(context, chosen, strict=True) if keep]
+
+
+def _refined_sets(
+    symbols: Symbols, query: Sequence[z3.BoolRef], context: Sequence[z3.BoolRef]
+) -> tuple[set[str], list[frozenset[str]]] | None:
+    """The query's and the context's symbols with points kept apart
+    (`Symbols.refined`), or None when no point is read anywhere.
+
+    A point stays a symbol of its own only while nothing could make its
+    place meet another read of its function: the function is read nowhere
+    but at points of one base. Two parts that share none of these symbols
+    then have models that combine: the base's symbols as the part naming
+    them (if one does) has them (the other part names them only inside
+    points), and the function's values at each part's offsets, which
+    differ, as each part's model has them. Otherwise a point of that
+    function counts as the function and the base's symbols, as in
+    `Symbols.of`."""
+    context_sets = [symbols.refined_conjunct(c) for c in context]
+    query_set: set[str] = set()
+    for q in query:
+        query_set |= symbols.refined(q)
+    everything = query_set.union(*context_sets)
+    points = [name for name in everything if name in symbols.points]
+    if not points:
+        return None
+    bases: dict[str, set[str]] = {}
+    for name in points:
+        function, base = symbols.points[name]
+        bases.setdefault(function, set()).add(base)
+    merged = {function for function, seen in bases.items() if function in everything or len(seen) > 1}
+
+    def plain(names: frozenset[str] | set[str]) -> frozenset[str]:
+        out = set(names)
+        for name in names:
+            where = symbols.points.get(name)
+            if where is not None and where[0] in merged:
+                out.discard(name)
+                out |= symbols.read_symbols[name]
+        return frozenset(out)
+
+    if merged:
+        context_sets = [plain(s) if any(n in symbols.points for n in s) else s for s in context_sets]
+        query_set = set(plain(query_set))
+    return query_set, context_sets
 
 
 def free_literal(c: z3.BoolRef) -> str | None:
