@@ -461,6 +461,7 @@ class _LoopInfo:
     induction: dict[str, tuple[tuple[int, ir.Operand], ...]]
     additive: set[str]
     clobbers: frozenset[str]
+    iteration: BV  # ``iter_<label>``: one symbol per loop (a flow enters a loop at most once)
 
 
 class _BudgetExceeded(Exception):
@@ -1085,7 +1086,7 @@ class SymbolicExecutor:
         # 6,722 comparisons of 1,296 differences).
         self._diff_forms: dict[tuple[int, int, int], tuple[BV, _DiffForms]] = {}
         # `_term_relation` by (address ids, sizes, precise), the terms kept alive.
-        self._relations: dict[tuple[int, int, int, int, bool], tuple[BV, BV, str | int | _OpenRelation]] = {}
+        self._relations: dict[tuple[int, int, int, int, bool], tuple[Any, str | int | _OpenRelation]] = {}
         self._omp_teams: BV | None = None  # omp_get_num_teams(), one value per kernel
         self.sources = self._source_positions()
         self.loop_infos: dict[int, _LoopInfo] = {}
@@ -1093,7 +1094,6 @@ class SymbolicExecutor:
         self.memo: dict[tuple[Any, ...], tuple[int, list[BV]]] = {}
         self.counter = 0
         self.loop_entries = 0
-        self._iteration_ranged: set[str] = set()  # loops whose iteration symbol has its range
         self.partial: str | None = None
         self._load_funcs: dict[tuple[str, int, int, int], z3.FuncDeclRef] = {}
         self._load_bits: dict[str, int] = {}  # load function name -> value width
@@ -1584,11 +1584,7 @@ class SymbolicExecutor:
         (`_term_relation`): sibling flows run the same stores against the
         same loads, and only the solver's part depends on the path."""
         key = (a.get_id(), na, b.get_id(), nb, precise)
-        known = self._relations.get(key)
-        if known is None:
-            known = (a, b, self._term_relation(a, na, b, nb, precise))
-            self._relations[key] = known
-        relation = known[2]
+        relation = _memo(self._relations, key, (a, b), lambda: self._term_relation(a, na, b, nb, precise))
         if not isinstance(relation, _OpenRelation):
             return relation
         if relation.cheap:
@@ -2200,7 +2196,10 @@ class SymbolicExecutor:
                     clobbers |= {".shared", ".global", "generic"}
         additive = {name for name, ds in defs.items() if all(_is_int_addsub(inst) for inst, _, _ in ds)}
         induction = _induction_variables(cfg, loop, defs)
-        info = _LoopInfo(label, set(defs), induction, additive, frozenset(clobbers))
+        iteration = z3.BitVec(f"iter_{label}", 64)
+        # Iteration counts are non-negative and far from wrapping.
+        self.solver.assume(z3.ULT(iteration, z3.BitVecVal(1 << 62, 64)))
+        info = _LoopInfo(label, set(defs), induction, additive, frozenset(clobbers), iteration)
         self.loop_infos[loop.header] = info
         return info
 
@@ -2218,11 +2217,7 @@ class SymbolicExecutor:
         info = self._loop_info(loop)
         self.loop_entries += 1
         name = info.label
-        it = z3.BitVec(f"iter_{name}", 64)
-        if name not in self._iteration_ranged:
-            # Iteration counts are non-negative and far from wrapping.
-            self._iteration_ranged.add(name)
-            self.solver.assume(z3.ULT(it, z3.BitVecVal(1 << 62, 64)))
+        it = info.iteration
         old = st.env
         new_env = {k: v for k, v in old.items() if k[0] not in info.written}
         written: dict[str, list[tuple[str, str | None]]] = {}

@@ -27,7 +27,7 @@ drew in every branch on every counter read at that memory version.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import z3
 
@@ -135,35 +135,23 @@ class Symbols:
         return hit[1]
 
     def refined(self, e: z3.ExprRef) -> frozenset[str]:
-        """`of`, with each read ``f(&v + c)`` at a constant offset of a
-        variable counted as one symbol of its own, a point (named in
-        `points`), instead of ``f`` and ``&v``."""
-        hit = self._refined.get(e.get_id())
-        if hit is not None:
-            return hit[1]
-        stack: list[tuple[z3.ExprRef, bool]] = [(e, False)]
-        while stack:
-            node, done = stack.pop()
-            key = node.get_id()
-            if key in self._refined:
-                continue
+        """`of`, with each read ``f(base + c)`` at a constant offset of a
+        base (`_point`) counted as one symbol of its own, a point (named in
+        `points`), instead of ``f`` and the base's symbols."""
+
+        def whole(node: z3.ExprRef) -> frozenset[str] | None:
             point = self._point(node)
             if point is not None:
-                self._refined[key] = (node, frozenset({point}))
-                continue
+                return frozenset({point})
             if not z3.is_app(node) or node.num_args() == 0:
-                self._refined[key] = (node, self.of(node))
-                continue
-            children = node.children()
-            if not done:
-                stack.append((node, True))
-                stack.extend((c, False) for c in children if c.get_id() not in self._refined)
-                continue
+                return self.of(node)
+            return None
+
+        def own(node: z3.ExprRef) -> set[str]:
             decl = node.decl()
-            own = {decl.name()} if decl.kind() == z3.Z3_OP_UNINTERPRETED else set()
-            parts = [self._refined[c.get_id()][1] for c in children]
-            self._refined[key] = (node, frozenset(own.union(*parts)))
-        return self._refined[e.get_id()][1]
+            return {decl.name()} if decl.kind() == z3.Z3_OP_UNINTERPRETED else set()
+
+        return _bottom_up(e, self._refined, whole, own)
 
     def _point(self, node: z3.ExprRef) -> str | None:
         """The point's name when ``node`` reads a function of one argument
@@ -211,33 +199,51 @@ class Symbols:
         return hit[1]
 
     def of(self, e: z3.ExprRef) -> frozenset[str]:
-        hit = self._memo.get(e.get_id())
-        if hit is not None:
-            return hit[1]
-        # Post-order without recursion: kernels' terms can be thousands deep.
-        stack: list[tuple[z3.ExprRef, bool]] = [(e, False)]
-        while stack:
-            node, done = stack.pop()
-            key = node.get_id()
-            if key in self._memo:
-                continue
-            if not z3.is_app(node):
-                self._memo[key] = (node, frozenset())
-                continue
-            children = node.children()
-            if not done:
-                stack.append((node, True))
-                stack.extend((c, False) for c in children if c.get_id() not in self._memo)
-                continue
+        def whole(node: z3.ExprRef) -> frozenset[str] | None:
+            return None if z3.is_app(node) else frozenset()
+
+        def own(node: z3.ExprRef) -> set[str]:
             decl = node.decl()
-            own: set[str] = set()
-            if decl.kind() == z3.Z3_OP_UNINTERPRETED:
-                name = decl.name()
-                own.add(name)
-                self.leaves.setdefault(name, node if not children else decl)
-            parts = [self._memo[c.get_id()][1] for c in children]
-            self._memo[key] = (node, frozenset(own.union(*parts)) if parts or own else frozenset())
-        return self._memo[e.get_id()][1]
+            if decl.kind() != z3.Z3_OP_UNINTERPRETED:
+                return set()
+            name = decl.name()
+            self.leaves.setdefault(name, node if not node.num_args() else decl)
+            return {name}
+
+        return _bottom_up(e, self._memo, whole, own)
+
+
+def _bottom_up(
+    e: z3.ExprRef,
+    table: dict[int, tuple[z3.ExprRef, frozenset[str]]],
+    whole: Callable[[z3.ExprRef], frozenset[str] | None],
+    own: Callable[[z3.ExprRef], set[str]],
+) -> frozenset[str]:
+    """The symbol set of ``e``, memoised in ``table`` per subterm (kept
+    alive with its set): ``whole(node)`` when it gives one, else ``own(node)``
+    and the sets of the children. Post-order without recursion: kernels'
+    terms can be thousands deep."""
+    hit = table.get(e.get_id())
+    if hit is not None:
+        return hit[1]
+    stack: list[tuple[z3.ExprRef, bool]] = [(e, False)]
+    while stack:
+        node, done = stack.pop()
+        key = node.get_id()
+        if key in table:
+            continue
+        given = whole(node)
+        if given is not None:
+            table[key] = (node, given)
+            continue
+        children = node.children()
+        if not done:
+            stack.append((node, True))
+            stack.extend((c, False) for c in children if c.get_id() not in table)
+            continue
+        parts = [table[c.get_id()][1] for c in children]
+        table[key] = (node, frozenset(own(node).union(*parts)))
+    return table[e.get_id()][1]
 
 
 def connected(
