@@ -53,7 +53,7 @@ from dataclasses import dataclass, field
 
 from ptxasw import ir
 from ptxasw.ir import isa
-from ptxasw.ir.builder import BuildError, FunctionBuilder
+from ptxasw.ir.builder import BuildError, FunctionBuilder, table_checked
 
 __all__ = ["MAX_REGION", "Converted", "if_convert"]
 
@@ -145,7 +145,7 @@ class _Converter:
         function (the input is never modified), made on first use. Inlined
         callees' registers carry no declarations (the inliner renames them
         apart with a ``$iN`` suffix), so the added instructions are checked
-        against the instruction table alone (`_checked`)."""
+        against the instruction table alone (`table_checked`)."""
         if self._builder is None:
             assert self.fn.body is not None
             copy = dataclasses.replace(self.fn, body=ir.Block(list(self.fn.body.body), self.fn.body.loc))
@@ -292,7 +292,7 @@ class _Converter:
         runs = predicate
         if negated:
             runs = self._fresh()
-            out.append(_checked(ir.Instruction("not", (".pred",), (runs, predicate))))
+            out.append(table_checked(ir.Instruction("not", (".pred",), (runs, predicate))))
         for stmt in region:
             if not (isinstance(stmt, ir.Instruction) and stmt.opcode == "bra"):
                 out.extend(self._guarded([stmt], predicate, negated))
@@ -301,10 +301,11 @@ class _Converter:
             condition = stmt.guard.predicate
             if stmt.guard.negated:
                 condition = self._fresh()
-                out.append(_checked(ir.Instruction("not", (".pred",), (condition, stmt.guard.predicate))))
+                negation = ir.Instruction("not", (".pred",), (condition, stmt.guard.predicate))
+                out.append(table_checked(negation))
             taken = self._fresh()
-            out.append(_checked(ir.Instruction("and", (".pred",), (taken, runs, condition))))
-            exit_copy = _checked(dataclasses.replace(stmt, guard=ir.Guard(taken)))
+            out.append(table_checked(ir.Instruction("and", (".pred",), (taken, runs, condition))))
+            exit_copy = table_checked(dataclasses.replace(stmt, guard=ir.Guard(taken)))
             self.origin[id(exit_copy)] = stmt
             out.append(exit_copy)
         return out
@@ -344,14 +345,6 @@ class _Converter:
             else:
                 out.append(stmt)  # .loc and other directives stay where they were
         return out
-
-
-def _checked(inst: ir.Instruction) -> ir.Instruction:
-    """``inst``, if the instruction table has no objection to it."""
-    problems = isa.instruction_problems(inst)
-    if problems:
-        raise BuildError(f"cannot build {inst.mnemonic}: {'; '.join(problems)}")
-    return inst
 
 
 def _is_early_exit(stmt: object, predicate: ir.Register, target: str | None) -> bool:

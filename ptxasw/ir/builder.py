@@ -88,6 +88,7 @@ __all__ = [
     "FunctionBuilder",
     "InstructionCache",
     "Position",
+    "table_checked",
 ]
 
 #: The member mask of a whole warp, for ``shfl.sync``/``vote.sync``.
@@ -618,19 +619,16 @@ class FunctionBuilder:
 
     def check(self, inst: Instruction) -> None:
         """Raise `BuildError` if ``inst`` is not valid here (see :meth:`instruction`)."""
-        problems = isa.instruction_problems(inst)
-        if not problems:
-            problems = list(self._operand_problems(inst))
-            version = self.module.version if self.module is not None else None
-            needs = isa.lookup(inst.opcode).min_ptx
-            if version is not None and needs > version:
-                have = f"{version[0]}.{version[1]}"
-                problems.append(
-                    f"{inst.opcode} needs PTX ISA {needs[0]}.{needs[1]}; the module is .version {have}"
-                )
-        if problems:
-            text = "; ".join(problems)
-            raise BuildError(f"cannot build {inst.mnemonic}: {text}")
+        table_checked(inst)
+        problems = list(self._operand_problems(inst))
+        version = self.module.version if self.module is not None else None
+        needs = isa.lookup(inst.opcode).min_ptx
+        if version is not None and needs > version:
+            have = f"{version[0]}.{version[1]}"
+            problems.append(
+                f"{inst.opcode} needs PTX ISA {needs[0]}.{needs[1]}; the module is .version {have}"
+            )
+        _refuse(inst, problems)
 
     def _operand_problems(self, inst: Instruction) -> Iterator[str]:
         widening = isa.allows_wide_registers(inst)
@@ -816,6 +814,20 @@ class FunctionBuilder:
 
 # --------------------------------------------------------------------------
 # Helpers
+
+
+def table_checked(inst: Instruction) -> Instruction:
+    """``inst``, if the instruction table has no objection to it (opcode,
+    modifiers, operand shapes and types); else `BuildError`. What
+    :meth:`FunctionBuilder.check` asks first, without the declarations: for
+    code whose registers carry none (an inlined callee's, renamed apart)."""
+    _refuse(inst, isa.instruction_problems(inst))
+    return inst
+
+
+def _refuse(inst: Instruction, problems: Sequence[str]) -> None:
+    if problems:
+        raise BuildError(f"cannot build {inst.mnemonic}: {'; '.join(problems)}")
 
 
 def _declarations_end(body: list[Statement]) -> int:
