@@ -8,6 +8,8 @@ whether they can.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 import z3
 
@@ -207,39 +209,53 @@ def test_a_read_no_context_names_does_not_tie_its_address() -> None:
     assert connected(symbols, [f(x) != f(y)], [x == y]) != []
 
 
-def test_slices_with_free_reads_answer_as_the_whole() -> None:
-    """Random questions and satisfiable contexts over two symbols and two
-    memory functions: the query with its connected part has the answer of
-    the query with the whole context."""
+def _slices_answer_as_whole(
+    seed: int, pool: Callable[[int], list[z3.BitVecRef]], width: int, context_size: int, trials: int
+) -> tuple[int, int]:
+    """Random satisfiable contexts of up to ``context_size`` comparisons and
+    one-comparison questions over the terms of ``pool(trial)`` and constants
+    of ``width`` bits: the question with its connected part (`connected`)
+    has the answer of the question with the whole context. Returns how many
+    questions were checked and how many parts were smaller than the whole."""
     import random
 
     from ptxasw.emulator.symbolic.independence import connected
 
-    rng = random.Random(11)
-    x, y, z_ = z3.BitVecs("x y z", 6)
-    fs = [z3.Function(f"load_global_6@{k}", z3.BitVecSort(6), z3.BitVecSort(6)) for k in (1, 2)]
-    atoms = [x, y, z_, fs[0](x), fs[0](y), fs[1](x + 1), fs[1](z_)]
+    rng = random.Random(seed)
     ops = [z3.ULT, lambda a, b: a == b, lambda a, b: a != b]
-    checked = 0
 
-    def formula() -> z3.BoolRef:
-        other = rng.choice([*atoms, z3.BitVecVal(rng.randrange(64), 6)])
-        return rng.choice(ops)(rng.choice(atoms), other)
+    def formula(terms: list[z3.BitVecRef]) -> z3.BoolRef:
+        other = rng.choice([*terms, z3.BitVecVal(rng.randrange(1 << width), width)])
+        return rng.choice(ops)(rng.choice(terms), other)
 
-    for _ in range(400):
-        context = [formula() for _ in range(rng.randint(1, 4))]
+    checked = smaller = 0
+    for trial in range(trials):
+        terms = pool(trial)
+        context = [formula(terms) for _ in range(rng.randint(1, context_size))]
         whole = z3.Solver()
         whole.add(*context)
         if whole.check() != z3.sat:
             continue
-        query = [formula()]
+        query = [formula(terms)]
         part = connected(Symbols(), query, context)
+        smaller += len(part) < len(context)
         full = z3.Solver()
         full.add(*context, *query)
         sliced = z3.Solver()
         sliced.add(*part, *query)
         assert full.check() == sliced.check(), (query, context, part)
         checked += 1
+    return checked, smaller
+
+
+def test_slices_with_free_reads_answer_as_the_whole() -> None:
+    """Random questions and satisfiable contexts over two symbols and two
+    memory functions: the query with its connected part has the answer of
+    the query with the whole context."""
+    x, y, z_ = z3.BitVecs("x y z", 6)
+    fs = [z3.Function(f"load_global_6@{k}", z3.BitVecSort(6), z3.BitVecSort(6)) for k in (1, 2)]
+    atoms = [x, y, z_, fs[0](x), fs[0](y), fs[1](x + 1), fs[1](z_)]
+    checked, _ = _slices_answer_as_whole(11, lambda _trial: atoms, 6, 4, 400)
     assert checked > 200
 
 
@@ -282,40 +298,17 @@ def test_slices_with_reads_at_constant_offsets_answer_as_the_whole() -> None:
     """Random questions and satisfiable contexts with reads at constant
     offsets of a variable, at other addresses, and the variable itself:
     the sliced query has the answer of the whole."""
-    import random
-
-    from ptxasw.emulator.symbolic.independence import connected
-
-    rng = random.Random(12)
     v, x, y = z3.BitVecs("&v x y", 4)
     w = z3.BitVec("&w", 4)
     fs = [z3.Function(f"load_generic_4@{k}", z3.BitVecSort(4), z3.BitVecSort(4)) for k in (1, 2)]
     points = [fs[0](v), fs[0](v + 1), fs[0](v + 2), fs[1](v + 1), fs[1](v + 3), fs[0](w), fs[1](w + 1)]
     others = [x, y, fs[0](x), v, w + 2]
-    ops = [z3.ULT, lambda a, b: a == b, lambda a, b: a != b]
-    checked = tied = 0
 
-    def formula(pool: list[z3.BitVecRef]) -> z3.BoolRef:
-        other = rng.choice([*pool, z3.BitVecVal(rng.randrange(16), 4)])
-        return rng.choice(ops)(rng.choice(pool), other)
-
-    for trial in range(600):
+    def pool(trial: int) -> list[z3.BitVecRef]:
         # Most trials read at points only; some also read elsewhere or name a base.
-        pool = points if trial % 3 else [*points, *others]
-        context = [formula(pool) for _ in range(rng.randint(1, 5))]
-        whole = z3.Solver()
-        whole.add(*context)
-        if whole.check() != z3.sat:
-            continue
-        query = [formula(pool)]
-        part = connected(Symbols(), query, context)
-        tied += len(part) < len(context)
-        full = z3.Solver()
-        full.add(*context, *query)
-        sliced = z3.Solver()
-        sliced.add(*part, *query)
-        assert full.check() == sliced.check(), (query, context, part)
-        checked += 1
+        return points if trial % 3 else [*points, *others]
+
+    checked, tied = _slices_answer_as_whole(12, pool, 4, 5, 600)
     assert checked > 300 and tied > 50
 
 
