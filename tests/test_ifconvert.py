@@ -130,28 +130,45 @@ $LONGER:
 
 
 def test_gccs_out_of_line_side_is_guarded_and_its_early_exit_kept() -> None:
+    """The out-of-line side after the ``ret`` is one region with the code it
+    returns to: each side guarded by its condition, the chunk by the
+    condition of reaching it (the longer side, or the shorter one when its
+    chunk is not empty); nothing branches any more."""
     mod, regions = converted_module(module(SCHEDULE_BODY, SCHEDULE_TAIL))
     assert regions == 1
     fn = mod.function("k")
     insts = list(fn.instructions())
-    # `@%p1 bra $LONGER` runs the fall-through side when %p1 is false: its
-    # guard is negated into a fresh predicate, and-ed with the exit's.
-    (negation,) = [i for i in insts if i.opcode == "not"]
-    (both,) = [i for i in insts if i.opcode == "and"]
-    (exit_branch,) = [i for i in insts if i.opcode == "bra"]
-    assert negation.operands[1] == ir.Register("%p1")
-    assert both.operands[1:] == (negation.operands[0], ir.Register("%p2"))
-    assert exit_branch.guard == ir.Guard(both.operands[0]) and exit_branch.operands[0].name == "$EMPTY"
-    assert guards(mod) == [
-        "!%p1 mad",
-        "!%p1 add",
-        "!%p1 setp",
-        f"{both.operands[0].name} bra",
-        "%p1 add",
-        "%p1 mul",
-        "%p1 add",
-    ]
+    assert not any(i.opcode == "bra" for i in insts)
     assert "$LONGER" not in print_module(mod)
+    defs = {i.operands[0]: i for i in insts if i.opcode in ("not", "and", "or")}
+
+    def means(reg: ir.Register) -> z3.BoolRef:
+        """The added predicate as a formula over the kernel's own."""
+        if reg not in defs:
+            return z3.Bool(reg.name)
+        inst = defs[reg]
+        args = [means(op) for op in inst.operands[1:]]
+        return {"not": lambda: z3.Not(args[0]), "and": lambda: z3.And(*args), "or": lambda: z3.Or(*args)}[
+            inst.opcode
+        ]()
+
+    def guard_of(opcode: str, dst: str) -> z3.BoolRef:
+        (inst,) = [i for i in insts if i.opcode == opcode and i.operands[0] == ir.Register(dst) and i.guard]
+        assert inst.guard is not None
+        value = means(inst.guard.predicate)
+        return z3.Not(value) if inst.guard.negated else value
+
+    p1, p2 = z3.Bool("%p1"), z3.Bool("%p2")
+
+    def same(a: z3.BoolRef, b: z3.BoolRef) -> bool:
+        solver = z3.Solver()
+        solver.add(a != b)
+        return solver.check() == z3.unsat
+
+    assert same(guard_of("mad", "%r32"), z3.Not(p1))
+    assert same(guard_of("setp", "%p2"), z3.Not(p1))
+    assert same(guard_of("mul", "%r32"), p1)  # the out-of-line side
+    assert same(guard_of("sub", "%r3"), z3.Or(p1, z3.Not(p2)))  # $CHUNK: the early exit not taken
 
 
 @pytest.mark.parametrize("tid", [0, 1, 2, 5, 6, 40])
@@ -168,15 +185,14 @@ def test_gccs_schedule_converted_computes_the_same_bits(tid: int) -> None:
 
 
 def test_the_schedule_runs_on_one_flow_to_its_exit(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Without the conversion the two sides of the schedule are two flows
-    down to the end of the kernel; with it, one flow, which forks only at
-    the early exit."""
+    """Without the conversion the two sides of the schedule and the early
+    exit make three flows down to the end of the kernel; with it, one."""
     mod = module(SCHEDULE_BODY, SCHEDULE_TAIL)
     monkeypatch.setattr(executor, "IF_CONVERT", False)
     forked = analyze_kernel(mod, "k")
     monkeypatch.setattr(executor, "IF_CONVERT", True)
     guarded = analyze_kernel(mod, "k")
-    assert len(forked.flows) == 3 and len(guarded.flows) == 2
+    assert len(forked.flows) == 3 and len(guarded.flows) == 1
 
 
 INLINED_SCHEDULE = (
@@ -236,15 +252,23 @@ def test_the_schedule_in_an_inlined_callee_runs_on_one_flow(monkeypatch: pytest.
     monkeypatch.setattr(executor, "IF_CONVERT", True)
     guarded = analyze_kernel(mod, "k")
     assert forked.complete and guarded.complete
-    assert len(forked.flows) == 3 and len(guarded.flows) == 2
+    assert len(forked.flows) == 3 and len(guarded.flows) == 1
 
 
 @pytest.mark.parametrize(
     "body, why",
     [
         (TRIANGLE.replace("mul.lo.u32 %r3, %r3, 3;", "st.global.u32 [%rd5], %r3;"), "a store"),
-        (TRIANGLE.replace("mul.lo.u32 %r3, %r3, 3;", "setp.eq.u32 %p1, %r3, 0;"), "writes the predicate"),
-        (TRIANGLE.replace("mul.lo.u32 %r3, %r3, 3;", "@%p2 mul.lo.u32 %r3, %r3, 3;"), "already guarded"),
+        (
+            TRIANGLE.replace("mul.lo.u32 %r3, %r3, 3;", "ld.volatile.global.u32 %r3, [%rd4];"),
+            "a volatile load",
+        ),
+        (TRIANGLE.replace("mul.lo.u32 %r3, %r3, 3;", "ld.u32 %r3, [%rd4];"), "a generic load"),
+        (TRIANGLE.replace("mul.lo.u32 %r3, %r3, 3;", "ret;"), "a return"),
+        (
+            TRIANGLE.replace("mul.lo.u32 %r3, %r3, 3;", "$L:\n    add.u32 %r3, %r3, 3;\n    @%p2 bra $L;"),
+            "a loop",
+        ),
         (TRIANGLE.replace("mul.lo.u32 %r3, %r3, 3;", "shfl.sync.up.b32 %r3, %r3, 1, 0, -1;"), "a collective"),
         (TRIANGLE.replace("mul.lo.u32 %r3, %r3, 3;", "add.cc.u32 %r3, %r3, 3;"), "the carry flag"),
         (
@@ -264,14 +288,17 @@ def test_regions_that_must_stay_branches(body: str, why: str) -> None:
     [
         (SCHEDULE_BODY, SCHEDULE_TAIL.replace("$LONGER:", "add.u32 %r3, %r3, 1;\n$LONGER:"), "falls into"),
         (SCHEDULE_BODY.replace("$CHUNK:", "$CHUNK:\n    @%p1 bra $LONGER;"), SCHEDULE_TAIL, "two branches"),
-        (SCHEDULE_BODY, SCHEDULE_TAIL.replace("bra $CHUNK;", "bra $EMPTY;"), "goes elsewhere"),
         (SCHEDULE_BODY, SCHEDULE_TAIL.replace("mul.lo", "st.global.u32 [%rd5], %r3;\n    mul.lo"), "a store"),
-        (SCHEDULE_BODY.replace("@%p2 bra", "@%p1 bra"), SCHEDULE_TAIL, "exit on the predicate"),
     ],
 )
 def test_out_of_line_sides_that_must_stay_branches(body: str, tail: str, why: str) -> None:
-    _, regions = converted_module(module(body, tail))
-    assert regions == 0, why
+    """The out-of-line side stays where it is (triangles around it may still
+    be converted); the kernel computes what it did."""
+    original = module(body, tail)
+    converted, _ = converted_module(original)
+    assert "bra $LONGER" in print_module(converted).replace("\t", " ").replace("  ", " "), why
+    if why != "two branches":  # that one loops forever where %p1 holds
+        assert _same_outputs(original, converted, np.arange(0, 77 * 3, 3, dtype=np.uint32))
 
 
 _OPS = [
@@ -402,3 +429,140 @@ def test_the_analysis_runs_a_branch_sequence_on_one_flow(monkeypatch: pytest.Mon
     # The trace names the module's instructions, not the guarded copies.
     module_insts = {id(i) for i in mod.function("k").instructions()}
     assert all(id(a.inst) in module_insts for a in guarded.flows[0].trace)
+
+
+def test_a_region_that_writes_its_own_predicate_tests_the_old_value() -> None:
+    """`@%p1 bra S; ...; setp %p1; @%p1 ...; S:`: the region's guard still
+    means the branch's %p1 (a copy made before the write), the inner guard
+    the new one."""
+    body = TRIANGLE.replace(
+        "mul.lo.u32 %r3, %r3, 3;", "setp.eq.u32 %p1, %r3, 105;\n    @%p1 add.u32 %r3, %r3, 1;"
+    )
+    original = module(body)
+    converted, regions = converted_module(original)
+    assert regions == 1
+    assert "mov.pred" in print_module(converted)
+    assert _same_outputs(original, converted, np.arange(0, 77 * 3, 3, dtype=np.uint32))
+
+
+def _same_outputs(a: ir.Module, b: ir.Module, data: np.ndarray) -> bool:
+    outs = []
+    for mod in (a, b):
+        out = np.zeros_like(data)
+        launch(mod, "k", (1,), (len(data),), [data.copy(), out])
+        outs.append(out)
+    return bool(np.array_equal(outs[0], outs[1]))
+
+
+LOCAL_KERNEL = KERNEL.replace(
+    "    .reg .pred %p<4>;", "    .local .align 4 .b8 buf[32];\n    .reg .pred %p<4>;"
+)
+
+
+def random_acyclic_body(rng: random.Random, blocks: int, tail: list[str] | None = None) -> str:
+    """A random forward-branching region: each block ends in nothing, a
+    conditional or an unconditional branch to any later block or the end;
+    conditions are set and overwritten inside (%p1, %p2), some instructions
+    are already guarded, and some read and write a local array. With
+    ``tail``, blocks that nothing falls into may be laid out there instead,
+    after the ``ret`` (as nvcc places rare sides), each ending in a jump."""
+    regs = ["%r2", "%r3", "%r4", "%r5"]
+    lines = [f"    st.local.u32 [buf+{4 * k}], {k};" for k in range(8)]
+    lines += ["    mov.u32 %r4, 3;", "    mov.u32 %r5, 5;", "    setp.gt.u32 %p2, %r2, 1000;"]
+
+    def op() -> str:
+        d = rng.choice(regs[1:])
+        kind = rng.random()
+        if kind < 0.15:
+            return f"    st.local.u32 [buf+{4 * rng.randrange(8)}], {rng.choice(regs)};"
+        if kind < 0.3:
+            return f"    ld.local.u32 {d}, [buf+{4 * rng.randrange(8)}];"
+        text = rng.choice(_OPS).format(d=d, a=rng.choice(regs), b=rng.choice(regs))
+        if kind < 0.4:
+            text = f"{rng.choice(['@%p1', '@!%p1', '@%p2', '@!%p2'])} {text}"
+        return f"    {text}"
+
+    targeted: set[int] = set()
+    jumps_away = False  # whether the previous block ends in an unconditional branch
+    for n in range(blocks):
+        block = [f"$B{n}:"]
+        block += [op() for _ in range(rng.randint(0, 3))]
+        kind = rng.random()
+        target = rng.randint(n + 1, blocks)
+        ends_in_jump = False
+        if kind < 0.6:
+            pred = rng.choice(["%p1", "%p2"])
+            block.append(f"    and.b32 %r30, {rng.choice(regs)}, {1 << rng.randrange(8)};")
+            block.append(f"    setp.eq.u32 {pred}, %r30, 0;")
+            block.append(f"    {rng.choice(['@', '@!'])}{pred} bra $B{target};")
+            targeted.add(target)
+        elif kind < 0.75 and n + 1 in targeted:  # no dead code: the next block is reached by a branch
+            block.append(f"    bra.uni $B{target};")
+            targeted.add(target)
+            ends_in_jump = True
+        if tail is not None and jumps_away and rng.random() < 0.6:
+            tail += block if ends_in_jump else [*block, f"    bra.uni $B{n + 1};"]
+        else:
+            lines += block
+            jumps_away = ends_in_jump
+            continue
+        # Moved out: what was laid out before it still does not fall through.
+    lines.append(f"$B{blocks}:")
+    for k in range(8):
+        lines += [f"    ld.local.u32 %r31, [buf+{4 * k}];", "    add.u32 %r3, %r3, %r31;"]
+    lines += ["    add.u32 %r3, %r3, %r4;", "    xor.b32 %r3, %r3, %r5;"]
+    return "\n".join(lines)
+
+
+def acyclic_module(body: str, tail: list[str] | None = None) -> ir.Module:
+    text = LOCAL_KERNEL.format(body=body, tail="\n".join(tail or []))
+    return parse_ptx(HEADER + text, "acyclic.ptx")
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_converted_acyclic_regions_compute_the_same_bits(seed: int) -> None:
+    """Any forward-branching code of convertible instructions, laid out in
+    order or partly after the ``ret`` (odd seeds), becomes guarded code
+    without a conditional branch, bit-identical in the interpreter."""
+    rng = random.Random(seed)
+    tail: list[str] | None = [] if seed % 2 else None
+    body = random_acyclic_body(rng, rng.randint(2, 9), tail)
+    original = acyclic_module(body, tail)
+    converted, regions = converted_module(original)
+    assert regions >= 1 or "bra" not in body
+    # An unconditional branch before the first conditional one runs on one flow anyway and stays.
+    assert not any(i.opcode == "bra" and i.guard for i in converted.function("k").instructions())
+    data = np.random.default_rng(seed).integers(0, 2**32, 77, dtype=np.uint64).astype(np.uint32)
+    data[::3] = np.arange(0, 26 * 40, 40, dtype=np.uint32)
+    assert _same_outputs(original, converted, data)
+
+
+@pytest.mark.skipif(shutil.which("ptxas") is None, reason="needs NVIDIA's ptxas")
+def test_converted_acyclic_region_assembles(tmp_path: Path) -> None:
+    converted, regions = converted_module(acyclic_module(random_acyclic_body(random.Random(7), 9)))
+    assert regions >= 1
+    path = tmp_path / "k.ptx"
+    path.write_text(print_module(converted))
+    run = subprocess.run(
+        ["ptxas", "-arch=sm_80", str(path), "-o", str(tmp_path / "k.cubin")], capture_output=True
+    )
+    assert run.returncode == 0, run.stderr.decode()
+
+
+def test_an_early_exit_on_the_sides_own_predicate_converts() -> None:
+    """`@%p1 bra $EMPTY` on the side that runs where %p1 is false: never
+    taken; its formula is false and the region converts whole."""
+    original = module(SCHEDULE_BODY.replace("@%p2 bra", "@%p1 bra"), SCHEDULE_TAIL)
+    converted, regions = converted_module(original)
+    assert regions == 1 and "$LONGER" not in print_module(converted)
+    assert _same_outputs(original, converted, np.arange(0, 77 * 3, 3, dtype=np.uint32))
+
+
+def test_an_out_of_line_side_joining_past_the_chunk_converts() -> None:
+    """The out-of-line side jumps back to $EMPTY, past $CHUNK: $EMPTY is
+    where every path meets, and the whole of it is one region."""
+    original = module(SCHEDULE_BODY, SCHEDULE_TAIL.replace("bra $CHUNK;", "bra $EMPTY;"))
+    converted, regions = converted_module(original)
+    assert regions == 1
+    assert "$LONGER" not in print_module(converted)
+    assert _same_outputs(original, converted, np.arange(0, 77 * 3, 3, dtype=np.uint32))

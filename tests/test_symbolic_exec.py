@@ -19,6 +19,7 @@ import z3
 from click.testing import CliRunner
 
 from ptxasw import ir
+from ptxasw.emulator.symbolic import executor
 from ptxasw.emulator.symbolic.executor import Access, Budget, KernelAnalysis, analyze_kernel, analyze_module
 from ptxasw.parser.frontend import parse_ptx
 
@@ -164,7 +165,9 @@ JOIN:
 """
 
 
-def test_divergent_branch_yields_two_flows() -> None:
+def test_divergent_branch_yields_two_flows(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As branches (if-conversion off), the two sides are two flows."""
+    monkeypatch.setattr(executor, "IF_CONVERT", False)
     result = analyze(DIVERGENT, "diverge")
     assert result.complete
     assert len(result.flows) == 2
@@ -187,6 +190,24 @@ def test_divergent_branch_yields_two_flows() -> None:
     # The forked flow shares the prefix: its parent and fork point are recorded.
     child = result.flows[1]
     assert child.parent == 0 and 0 < child.fork_index <= len(child.trace)
+
+
+def test_divergent_loads_if_converted_run_guarded_on_one_flow() -> None:
+    """If-converted (the default), both loads run on one flow, each guarded
+    by its side's condition, and the store takes the one that ran: [in+4*tid]
+    where tid < k, [in+4*tid+4] elsewhere."""
+    result = analyze(DIVERGENT, "diverge")
+    (flow,) = result.flows
+    first, second = global_loads(flow.trace)
+    near, far = (first, second) if distance(first, second) == 4 else (second, first)
+    assert distance(near, far) == 4
+    assert near.guard is not None and far.guard is not None
+    (store,) = flow.stores
+    assert store.value is not None and near.value is not None and far.value is not None
+    tid, k = z3.BitVec("%tid.x", 32), z3.BitVec("param_k", 32)
+    assert always(near.guard == z3.ULT(tid, k)) and always(far.guard == z3.UGE(tid, k))
+    assert always(z3.Implies(z3.ULT(tid, k), store.value == near.value))
+    assert always(z3.Implies(z3.UGE(tid, k), store.value == far.value))
 
 
 IMPOSSIBLE_BRANCH = """
@@ -584,14 +605,16 @@ def test_tiny_time_budget_gives_a_partial_analysis() -> None:
     assert result.flows and all(f.end != "running" for f in result.flows)
 
 
-def test_path_budget_gives_a_partial_analysis() -> None:
+def test_path_budget_gives_a_partial_analysis(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(executor, "IF_CONVERT", False)  # the two sides as two flows
     result = analyze(DIVERGENT, "diverge", Budget(max_paths=1))
     assert result.status == "partial"
     assert result.reason is not None and "path" in result.reason
     assert len(result.flows) == 1 and result.stats.dropped == 1
 
 
-def test_module_analysis_and_json() -> None:
+def test_module_analysis_and_json(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(executor, "IF_CONVERT", False)  # "diverge" forks
     results = analyze_module(module(STENCIL_1D + DIVERGENT))
     assert [r.kernel for r in results] == ["stencil3", "diverge"]
     doc = json.loads(json.dumps([r.to_json() for r in results]))
@@ -682,13 +705,23 @@ def test_nvcc_stencil_loads_are_neighbours(nvcc_module: ir.Module) -> None:
     assert len(result.flows) == 2
 
 
-def test_nvcc_divergent_kernel_has_two_flows(nvcc_module: ir.Module) -> None:
+def test_nvcc_divergent_kernel_has_two_flows(nvcc_module: ir.Module, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(executor, "IF_CONVERT", False)
     result = analyze_kernel(nvcc_module, "sym_divergent")
     assert result.complete
     with_loads = [f for f in result.flows if global_loads(f.trace)]
     assert len(with_loads) == 2
     a, b = (global_loads(f.trace)[0] for f in with_loads)
     assert abs(distance(a, b) or 0) == 4
+
+
+def test_nvcc_divergent_kernel_if_converted_is_one_flow(nvcc_module: ir.Module) -> None:
+    result = analyze_kernel(nvcc_module, "sym_divergent")
+    assert result.complete
+    (flow,) = [f for f in result.flows if global_loads(f.trace)]
+    a, b = global_loads(flow.trace)
+    assert abs(distance(a, b) or 0) == 4
+    assert a.guard is not None and b.guard is not None
 
 
 def test_nvcc_loop_has_a_constant_stride(nvcc_module: ir.Module) -> None:

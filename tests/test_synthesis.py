@@ -206,3 +206,45 @@ def test_debug_builds(name: str, tmp_path: Path) -> None:
         before = suite.run_kernel(original, name, shape, block, 1)
         after = suite.run_kernel(path, name, shape, block, 1)
         assert suite.same_bits(before, after) == [], f"{name} -G {shape} block {block}"
+
+
+GUARDED_SOURCE = """
+.version 8.0
+.target sm_80
+.address_size 64
+
+.visible .entry k(.param .u64 in, .param .u64 out, .param .u32 n)
+{
+    .reg .pred %p<4>;
+    .reg .b32 %r<8>;
+    .reg .f32 %f<8>;
+    .reg .b64 %rd<8>;
+    ld.param.u64 %rd1, [in];
+    ld.param.u64 %rd2, [out];
+    ld.param.u32 %r1, [n];
+    mov.u32 %r2, %tid.x;
+    mul.wide.u32 %rd3, %r2, 4;
+    add.s64 %rd4, %rd1, %rd3;
+    add.s64 %rd5, %rd2, %rd3;
+    mov.f32 %f1, 0f00000000;
+    setp.ge.u32 %p1, %r2, %r1;
+    @%p1 bra $SKIP;
+    ld.global.nc.f32 %f1, [%rd4];
+$SKIP:
+    ld.global.nc.f32 %f2, [%rd4+4];
+    add.f32 %f3, %f1, %f2;
+    st.global.f32 [%rd5], %f3;
+    ret;
+}
+"""
+
+
+def test_a_load_that_may_not_have_run_is_no_source() -> None:
+    """The load at +0 runs only where tid < n, the one at +4 everywhere: a
+    lane at the edge would shuffle from a neighbour that never loaded. The
+    analysis may run the first load guarded on one flow (if-conversion); the
+    detection must still see that it does not dominate the second."""
+    mod = parse_ptx(GUARDED_SOURCE, "guarded_source.ptx")
+    plan = detect_kernel(mod, mod.function("k"), Options())
+    by_offset = {v.load.operands[1].offset: v for v in plan.verdicts}
+    assert by_offset[4].status is not Status.SHUFFLE, by_offset[4]

@@ -1,31 +1,35 @@
-"""If-conversion for the symbolic analysis: short branch regions that only
-compute registers become guarded instructions.
+"""If-conversion for the symbolic analysis: forward-branching code that only
+computes registers, reads memory or writes the thread's own local memory
+becomes guarded instructions.
 
 Why: every two-way branch whose condition can go both ways forks the
 symbolic executor's flow, so k such branches in a row make up to 2^k flows,
-each asking the solver again. Math-library code is made of them: the
-Payne-Hanek reduction and quadrant selection that nvcc inlines for a precise
-``sinf``/``cosf`` gave 184 flows and 6 s of analysis for a two-line kernel.
-A region with no memory access, no collective and no control flow computes
-the same registers as its instructions guarded by the branch condition
-(``@!%p``: a guarded write keeps the old value when the guard is false), so
-the executor runs it on one flow and the values meet as ``If(p, a, b)``.
+each running the rest of the kernel and asking the solver again. Math
+library code is made of them (special cases of ``sin``, ``pow``, ``exp``;
+Payne-Hanek's table lookups; nvcc lays the rare side out of line), and so is
+an unrolled insertion sort in a local array (a chain of early exits, one
+per element). Guarded, such code runs on one flow and the values meet as
+``If(p, a, b)``; a guarded write keeps the old value where its guard is
+false, a guarded load reads what the branch's load read where it ran.
 
-Two shapes, both as nvcc and GCC print them, within one scope:
+**Acyclic regions** (`_Converter._acyclic_region`), within one scope: from a
+conditional branch, the code up to the first label where every branch
+taken in it has landed, when all its branches go forward to labels inside
+it (or to that join), nothing outside branches to a label inside it, and
+every instruction converts. Each statement is guarded by the formula of
+where it runs (`ptxasw.analysis.guards`: the disjunction over the branches
+into its block of their source's formula and their condition). Triangles,
+diamonds, nvcc's ``@p bra T; bra F; T: ...`` layout, nests of them and
+chains of early exits to one label are all this shape. Already-guarded
+instructions run under both guards; a predicate the region overwrites
+while a formula still needs its old value is copied first.
 
-    @%p bra L;          @%p bra T;
-    A...                F...
-    L:                  bra J;
-                        T:            (no other branch to T)
-                        B...
-                        J:
-
-become ``@!%p A...; L:`` and ``@!%p F...; @%p B...; J:``. A third shape is
-GCC's: the taken side out of line, after an unconditional jump or return,
-ending in a jump back to the label the fall-through side runs into, which
-may leave early through guarded branches (OpenMP's static schedule gives
-the first ``n % threads`` threads one iteration more; every GCC OpenMP
-kernel computes its team's and its thread's bounds this way, twice over)::
+**GCC's out-of-line side** (`_Converter._out_of_line_region`): the taken
+side placed after an unconditional jump or return, ending in a jump back to
+the label the fall-through side runs into, which may leave early through
+guarded branches (OpenMP's static schedule gives the first ``n % threads``
+threads one iteration more; every GCC OpenMP kernel computes its team's and
+its thread's bounds this way, twice over)::
 
     @%p bra T;          ...
     F1...               T:            (no other branch to T)
@@ -33,31 +37,38 @@ kernel computes its team's and its thread's bounds this way, twice over)::
     F2...               bra J;
     J:
 
-becomes ``not.pred %r, %p; @%r F1...; and.pred %e, %r, %q; @%e bra X;
-@%r F2...; @%p B...; J:`` (the early exit taken only where the fall-through
-side runs; fresh predicates named by `FunctionBuilder`), and the out-of-line
-code goes. A region is taken
-only when every instruction in it is unguarded register arithmetic,
-comparison, logic, conversion or a move (no carry flag), none writes the
-branch predicate, and it has at most `MAX_REGION` instructions. The input is
-not modified; `Converted.origin` maps each guarded copy to the instruction it
-was made from, so traces and passes still name the module's instructions.
+becomes ``@!%p F1...; @(!%p && %q) bra X; @(!%p && !%q) F2...; @%p B...; J:``
+(each formula one fresh predicate) and the out-of-line code goes. Passes run
+to a fixed point, as one conversion can make the code around it convertible.
+
+What converts: register arithmetic, comparison, logic, conversion and moves
+(no carry flag), plain ``ld``/``st`` of ``.local``, plain ``ld`` of
+``.global``/``.const`` (no ``.volatile``, no memory order); never a global
+store, an atomic, a collective, a call or a return. Fresh predicates are
+named by `FunctionBuilder`. The input is not modified; `Converted.origin`
+maps each guarded copy to the instruction it was made from, so traces and
+passes still name the module's instructions.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import heapq
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import networkx as nx
+
 from ptxasw import ir
+from ptxasw.analysis import guards
 from ptxasw.ir import isa
 from ptxasw.ir.builder import BuildError, FunctionBuilder, table_checked
 
 __all__ = ["MAX_REGION", "Converted", "if_convert"]
 
-MAX_REGION = 32
+MAX_REGION = 1024
+MAX_NESTING = 8  # passes: regions nested this deep are converted from the inside out
 
 _PURE = frozenset(
     {
@@ -70,6 +81,7 @@ _PURE = frozenset(
     }
 )
 _PURE_DATA = frozenset({"mov", "prmt"})
+_ORDERED = frozenset({".volatile", ".relaxed", ".acquire", ".release", ".mmio"})
 
 
 @dataclass
@@ -83,12 +95,20 @@ class Converted:
     regions: int = 0
 
 
-def if_convert(fn: ir.Function) -> Converted:
-    """``fn`` with its convertible branch regions guarded (see the module docstring)."""
+def if_convert(fn: ir.Function, *, global_loads: bool = True) -> Converted:
+    """``fn`` with its convertible branch regions guarded (see the module
+    docstring); without ``global_loads``, regions that load from global or
+    constant memory stay branches."""
     if fn.body is None:
         return Converted(fn)
-    converter = _Converter(_label_references(fn.body.body), fn)
+    converter = _Converter(_label_references(fn.body.body), fn, global_loads)
     body = converter.statements(fn.body.body)
+    for _ in range(MAX_NESTING - 1):  # a converted region may make the one around it convertible
+        before = converter.regions
+        converter.refs = _label_references(body)
+        body = converter.statements(body)
+        if converter.regions == before:
+            break
     if not converter.regions:
         return Converted(fn)
     declared = [ir.VarDecl(".reg", ".pred", [ir.VarName(reg.name)]) for reg in converter.fresh]
@@ -130,15 +150,18 @@ def _names_in(decl: ir.VarDecl) -> list[str]:
 
 
 class _Converter:
-    def __init__(self, refs: Counter[str], fn: ir.Function) -> None:
+    def __init__(self, refs: Counter[str], fn: ir.Function, global_loads: bool = True) -> None:
         self.refs = refs
         self.fn = fn
+        self.global_loads = global_loads
         self.origin: dict[int, ir.Instruction] = {}
         self.regions = 0
         self.dropped: set[int] = set()  # ids of out-of-line arms now guarded where they branched from
         self.fresh: list[ir.Register] = []  # predicates the converted code adds
         self._labels: dict[int, tuple[Sequence[object], dict[str, int]]] = {}  # by statement list
+        self._layouts: dict[int, _Layout] = {}  # by statement list, for this pass
         self._builder: FunctionBuilder | None = None
+        self._made: list[ir.Instruction] = []  # every copy, kept alive while `origin` holds its id
 
     def builder(self) -> FunctionBuilder:
         """Names for the added predicates: a builder over a copy of the
@@ -178,36 +201,98 @@ class _Converter:
         """The guarded statements that replace the branch at ``i`` and what
         follows it, and the index to go on from (the join label); None when
         no shape fits."""
-        return self._inline_region(stmts, i) or self._out_of_line_region(stmts, i)
+        return self._acyclic_region(stmts, i) or self._out_of_line_region(stmts, i)
 
-    def _inline_region(self, stmts: Sequence[object], i: int) -> tuple[list[object], int] | None:
-        """A triangle or a diamond laid out in order (the module docstring)."""
-        branch = stmts[i]
-        assert isinstance(branch, ir.Instruction) and branch.guard is not None
-        target = _target(branch)
-        predicate = branch.guard.predicate
-        skipped = not branch.guard.negated  # the fall-through runs when the guard is false
-        first, j = self._straight(stmts, i + 1, predicate)
-        if first is None or j >= len(stmts):
+    def _acyclic_region(self, stmts: Sequence[object], i: int) -> tuple[list[object], int] | None:
+        """The blocks between the branch at ``i`` and its immediate
+        post-dominator J, wherever they are laid out, when nothing else
+        enters them, they form no loop, they lie after the branch and all of
+        their statements convert. Each statement is guarded by the formula of
+        where it runs (`ptxasw.analysis.guards`), the blocks in an order where
+        each comes after those that lead to it; they leave their old places,
+        and a ``bra J`` follows where J is not next. Triangles, diamonds,
+        nvcc's ``@p bra T; bra F; T:`` layout and the rare sides it places
+        after the ``ret``, nests of them and chains of early exits to one
+        label are all this shape."""
+        layout = self._layout(stmts)
+        entry = layout.of[i]
+        join = layout.ipdom.get(entry)
+        if join is None or join == _EXIT:
             return None
-        stop = stmts[j]
-        if isinstance(stop, ir.Label) and stop.name == target:  # triangle
-            return self._guarded(first, predicate, skipped), j
-        if not (_is_plain_branch(stop) and j + 1 < len(stmts)):
+        join_label = layout.blocks[join].label
+        region = self._region_blocks(layout, entry, join, i)
+        if join_label is None or region is None:
             return None
-        join = _target(stop)
-        then = stmts[j + 1]
-        if not (isinstance(then, ir.Label) and then.name == target and self.refs[target] == 1):
-            return None
-        second, k = self._straight(stmts, j + 2, predicate)
-        if second is None or k >= len(stmts):
-            return None
-        end = stmts[k]
-        if not (isinstance(end, ir.Label) and end.name == join):
-            return None
-        if _count(first) + _count(second) > MAX_REGION:
-            return None
-        return [*self._guarded(first, predicate, skipped), *self._guarded(second, predicate, not skipped)], k
+        order = _topological(layout, region, entry)
+        if order is None:
+            return None  # a loop
+        try:
+            emitted = _Predication(self, guards.TRUE).run(_walk_list(layout, i, order))
+        except BuildError:
+            return None  # a register the instruction table cannot type here: leave the branches
+        for start in order:
+            block = layout.blocks[start]
+            self.dropped.update(id(s) for s in stmts[block.start : block.end])
+        following = next((n for n in range(i + 1, len(stmts)) if id(stmts[n]) not in self.dropped), None)
+        if following != join:
+            emitted.append(table_checked(ir.Instruction("bra", (), (ir.Symbol(join_label),))))
+        return emitted, i + 1
+
+    def _layout(self, stmts: Sequence[object]) -> _Layout:
+        """The blocks of ``stmts``, computed once per statement list and pass."""
+        known = self._layouts.get(id(stmts))
+        if known is None or known.stmts is not stmts:
+            known = self._layouts[id(stmts)] = _Layout(stmts)
+        return known
+
+    def _region_blocks(self, layout: _Layout, entry: int, join: int, i: int) -> set[int] | None:
+        """The blocks the branch reaches before J, if every one qualifies
+        (see `_acyclic_region`)."""
+        region: set[int] = set()
+        stack = [s for s in layout.blocks[entry].successors if s != join]
+        size = 0
+        while stack:
+            start = stack.pop()
+            if start in region:
+                continue
+            block = layout.blocks[start]
+            if start <= i or block.terminal:
+                return None
+            if any(id(s) in self.dropped for s in layout.stmts[block.start : block.end]):
+                return None  # part of a region converted earlier in this pass
+            size += self._convertible_size(layout.stmts, block)
+            if size > MAX_REGION:
+                return None
+            region.add(start)
+            stack.extend(s for s in block.successors if s != join and s not in region)
+        for start in region:
+            block = layout.blocks[start]
+            preds = layout.predecessors[start]
+            if any(p not in region and p != entry for p in preds):
+                return None  # entered from outside
+            branching = sum(1 for p in preds if layout.blocks[p].target == start)
+            if block.label is not None and self.refs[block.label] != branching:
+                return None  # named elsewhere too (a branch table, an address)
+        return region
+
+    def _convertible_size(self, stmts: Sequence[object], block: _Block) -> int:
+        """The instructions of ``block``; more than `MAX_REGION` if one does not convert."""
+        count = 0
+        for stmt in stmts[block.start : block.end]:
+            if isinstance(stmt, ir.Block):
+                if not _convertible_block(stmt, None, self.global_loads):
+                    return MAX_REGION + 1
+                count += _count(stmt.body)
+            elif isinstance(stmt, ir.Instruction):
+                ok = (
+                    _plain_guard(stmt)
+                    if stmt is block.branch
+                    else _convertible(stmt, None, self.global_loads)
+                )
+                if not ok:
+                    return MAX_REGION + 1
+                count += 1
+        return count
 
     def _out_of_line_region(self, stmts: Sequence[object], i: int) -> tuple[list[object], int] | None:
         """GCC's shape (the module docstring): a fall-through side that may
@@ -224,7 +309,7 @@ class _Converter:
             if isinstance(stmt, ir.Block):
                 return None
             if isinstance(stmt, ir.Instruction) and not (
-                _convertible(stmt, predicate) or _is_early_exit(stmt, predicate, target)
+                _convertible(stmt, predicate, self.global_loads) or _is_early_exit(stmt, predicate, target)
             ):
                 return None
             j += 1
@@ -243,7 +328,7 @@ class _Converter:
         if _count(first) + _count(second) > MAX_REGION:
             return None
         if not any(_is_early_exit(s, predicate, target) for s in first) and not second:
-            return None  # a plain triangle: `_inline_region`'s
+            return None  # a plain triangle: `_acyclic_region`'s
         try:
             emitted = [
                 *self._with_exits(first, predicate, skipped),
@@ -284,31 +369,8 @@ class _Converter:
 
     def _with_exits(self, region: list[object], predicate: ir.Register, negated: bool) -> list[object]:
         """``region`` guarded by ``@[!]predicate``, its early exits taken only
-        where that guard holds (a fresh predicate each: ``and`` of the guard
-        and the exit's condition)."""
-        if not any(isinstance(s, ir.Instruction) and s.opcode == "bra" for s in region):
-            return self._guarded(region, predicate, negated)
-        out: list[object] = []
-        runs = predicate
-        if negated:
-            runs = self._fresh()
-            out.append(table_checked(ir.Instruction("not", (".pred",), (runs, predicate))))
-        for stmt in region:
-            if not (isinstance(stmt, ir.Instruction) and stmt.opcode == "bra"):
-                out.extend(self._guarded([stmt], predicate, negated))
-                continue
-            assert stmt.guard is not None
-            condition = stmt.guard.predicate
-            if stmt.guard.negated:
-                condition = self._fresh()
-                negation = ir.Instruction("not", (".pred",), (condition, stmt.guard.predicate))
-                out.append(table_checked(negation))
-            taken = self._fresh()
-            out.append(table_checked(ir.Instruction("and", (".pred",), (taken, runs, condition))))
-            exit_copy = table_checked(dataclasses.replace(stmt, guard=ir.Guard(taken)))
-            self.origin[id(exit_copy)] = stmt
-            out.append(exit_copy)
-        return out
+        where that guard holds."""
+        return _Predication(self, guards.literal(ir.Guard(predicate, negated)), exits=True).run(region)
 
     def _fresh(self) -> ir.Register:
         reg = self.builder().fresh_pred()
@@ -323,11 +385,14 @@ class _Converter:
         j = start
         while j < len(stmts):
             stmt = stmts[j]
+            if isinstance(stmt, ir.Label) and self.refs[stmt.name] == 0:
+                j += 1  # left by a region converted inside this one: nothing branches here
+                continue
             if isinstance(stmt, ir.Label) or _is_plain_branch(stmt):
                 break
-            if isinstance(stmt, ir.Block) or (
-                isinstance(stmt, ir.Instruction) and not _convertible(stmt, predicate)
-            ):
+            if isinstance(stmt, ir.Block) and not _convertible_block(stmt, predicate, self.global_loads):
+                return None, j
+            if isinstance(stmt, ir.Instruction) and not _convertible(stmt, predicate, self.global_loads):
                 return None, j
             j += 1
         region = list(stmts[start:j])
@@ -336,15 +401,80 @@ class _Converter:
         return region, j
 
     def _guarded(self, region: list[object], predicate: ir.Register, negated: bool) -> list[object]:
+        """``region`` under ``@[!]predicate`` (an instruction already guarded
+        runs under both guards)."""
+        return _Predication(self, guards.literal(ir.Guard(predicate, negated))).run(region)
+
+    def keep(self, copy: ir.Instruction, original: ir.Instruction) -> ir.Instruction:
+        """Record that ``copy`` stands for ``original`` (or for what that copy stood for)."""
+        self.origin[id(copy)] = self.origin.get(id(original), original)
+        self._made.append(copy)
+        return copy
+
+
+class _Predication:
+    """One region's statements, each guarded by the formula of where it runs
+    (`ptxasw.analysis.guards`). A branch to a label inside the region adds
+    to that label's formula and removes its condition from what follows;
+    with ``exits``, a branch is instead kept, taken only where it would have
+    been (the label is outside). Formulas name registers, so before an
+    instruction overwrites a predicate that a live formula mentions, the
+    predicate is copied and the formulas renamed to the copy."""
+
+    def __init__(self, converter: _Converter, entry: guards.Formula, *, exits: bool = False) -> None:
+        self.converter = converter
+        self.exits = exits
+        self.builder = guards.GuardBuilder(converter._fresh)
+        self.alive = entry  # where the current statement runs
+        self.arriving: dict[str, guards.Formula] = {}  # per label inside: where its branches come from
+
+    def run(self, region: Sequence[object]) -> list[object]:
         out: list[object] = []
         for stmt in region:
-            if isinstance(stmt, ir.Instruction):
-                copy = dataclasses.replace(stmt, guard=ir.Guard(predicate, negated))
-                self.origin[id(copy)] = stmt
-                out.append(copy)
+            if isinstance(stmt, ir.Label):
+                self.alive = guards.disj(self.alive, self.arriving.pop(stmt.name, guards.FALSE))
+                if self.exits:
+                    out.append(stmt)
+            elif self.alive == guards.FALSE:
+                continue  # after an unconditional branch, before any label: never runs
+            elif isinstance(stmt, ir.Block):
+                out.append(dataclasses.replace(stmt, body=self.run(stmt.body)))
+            elif isinstance(stmt, ir.Instruction) and stmt.opcode == "bra":
+                self._branch(stmt, out)
+            elif isinstance(stmt, ir.Instruction):
+                self._instruction(stmt, out)
             else:
                 out.append(stmt)  # .loc and other directives stay where they were
         return out
+
+    def _branch(self, stmt: ir.Instruction, out: list[object]) -> None:
+        taken = guards.TRUE if stmt.guard is None else guards.literal(stmt.guard)
+        where = guards.conj(self.alive, taken)
+        if self.exits:
+            if where != guards.FALSE:
+                guard = self.builder.guard(where, out)
+                out.append(self.converter.keep(table_checked(dataclasses.replace(stmt, guard=guard)), stmt))
+        else:
+            target = _target(stmt)
+            assert target is not None
+            self.arriving[target] = guards.disj(self.arriving.get(target, guards.FALSE), where)
+        if stmt.guard is None:
+            self.alive = guards.FALSE
+        else:
+            self.alive = guards.conj(self.alive, guards.negate(stmt.guard))
+
+    def _instruction(self, stmt: ir.Instruction, out: list[object]) -> None:
+        runs = self.alive if stmt.guard is None else guards.conj(self.alive, guards.literal(stmt.guard))
+        if runs == guards.FALSE:
+            return
+        guard = self.builder.guard(runs, out)
+        for reg in isa.defs(stmt):
+            if any(guards.mentions(f, reg) for f in (self.alive, *self.arriving.values())):
+                copy = self.builder.snapshot(reg, out)
+                self.alive = guards.rename(self.alive, reg, copy)
+                self.arriving = {k: guards.rename(f, reg, copy) for k, f in self.arriving.items()}
+            self.builder.forget(reg)
+        out.append(self.converter.keep(dataclasses.replace(stmt, guard=guard), stmt))
 
 
 def _is_early_exit(stmt: object, predicate: ir.Register, target: str | None) -> bool:
@@ -379,8 +509,146 @@ def _ends_flow(stmt: object) -> bool:
     )
 
 
-def _count(region: list[object]) -> int:
-    return sum(isinstance(s, ir.Instruction) for s in region)
+@dataclass
+class _Block:
+    """Statements of one list that control enters only at the top: at a
+    label, or after a branch."""
+
+    start: int
+    end: int  # exclusive
+    label: str | None
+    successors: list[int]  # starts of the blocks control goes to
+    target: int | None  # where the closing branch goes
+    falls_to: int | None  # where control falls through to
+    branch: ir.Instruction | None  # the closing branch
+    terminal: bool  # ends the function, or leaves this list
+
+
+_EXIT = -1
+
+
+class _Layout:
+    """The blocks of one statement list, where each branch and fall-through
+    goes, and each block's immediate post-dominator (the first block every
+    path from it meets on its way out: dominators of the reversed graph)."""
+
+    def __init__(self, stmts: Sequence[object]) -> None:
+        self.stmts = stmts
+        self.labels = {s.name: n for n, s in enumerate(stmts) if isinstance(s, ir.Label)}
+        starts = sorted(
+            {0, *self.labels.values()}
+            | {n + 1 for n, s in enumerate(stmts) if _ends_block(s) and n + 1 < len(stmts)}
+        )
+        self.blocks: dict[int, _Block] = {}
+        self.of: dict[int, int] = {}  # statement index -> the start of its block
+        for k, start in enumerate(starts):
+            end = starts[k + 1] if k + 1 < len(starts) else len(stmts)
+            self.blocks[start] = self._block(start, end, end if k + 1 < len(starts) else None)
+            self.of.update(dict.fromkeys(range(start, end), start))
+        self.predecessors: dict[int, set[int]] = {b: set() for b in self.blocks}
+        reverse = nx.DiGraph()
+        reverse.add_node(_EXIT)
+        for start, block in self.blocks.items():
+            reverse.add_node(start)
+            for succ in block.successors:
+                self.predecessors[succ].add(start)
+                reverse.add_edge(succ, start)
+            if block.terminal:
+                reverse.add_edge(_EXIT, start)
+        self.ipdom: dict[int, int] = nx.immediate_dominators(reverse, _EXIT)
+
+    def _block(self, start: int, end: int, following: int | None) -> _Block:
+        stmts = self.stmts
+        first = stmts[start]
+        label = first.name if isinstance(first, ir.Label) else None
+        last = next((s for s in reversed(stmts[start:end]) if isinstance(s, ir.Instruction | ir.Label)), None)
+        if isinstance(last, ir.Instruction) and last.opcode == "bra":
+            name = _target(last)
+            target = self.labels.get(name) if name is not None else None
+            if target is None:  # indirect, or to a label of another scope
+                return _Block(start, end, label, [], None, None, last, True)
+            if last.guard is None:
+                return _Block(start, end, label, [target], target, None, last, False)
+            if following is None:
+                return _Block(start, end, label, [target], target, None, last, True)
+            return _Block(start, end, label, [target, following], target, following, last, False)
+        if (isinstance(last, ir.Instruction) and isa.is_return(last)) or following is None:
+            return _Block(start, end, label, [], None, None, None, True)
+        return _Block(start, end, label, [following], None, following, None, False)
+
+
+def _ends_block(stmt: object) -> bool:
+    return isinstance(stmt, ir.Instruction) and (stmt.opcode == "bra" or isa.is_return(stmt))
+
+
+def _topological(layout: _Layout, region: set[int], entry: int) -> list[int] | None:
+    """The region's blocks, each after every block of the region that leads
+    to it, nearest to the original layout; None if they form a loop."""
+    waiting = {b: sum(1 for p in layout.predecessors[b] if p in region) for b in region}
+    ready = [b for b in layout.blocks[entry].successors if b in region and waiting[b] == 0]
+    heapq.heapify(ready)
+    order: list[int] = []
+    while ready:
+        block = heapq.heappop(ready)
+        if block in order:
+            continue
+        order.append(block)
+        for succ in set(layout.blocks[block].successors):
+            if succ in region:
+                waiting[succ] -= 1
+                if waiting[succ] == 0:
+                    heapq.heappush(ready, succ)
+    return order if len(order) == len(region) else None
+
+
+def _walk_list(layout: _Layout, i: int, order: list[int]) -> list[object]:
+    """The branch at ``i`` and the region's blocks in ``order``, as one list
+    for `_Predication`: each block under its label (a made-up one where it
+    has none), and an explicit ``bra`` where a block fell through to one
+    that no longer follows it."""
+    stmts = layout.stmts
+
+    def name(start: int) -> str:
+        return layout.blocks[start].label or f"$ifc.fall{start}"
+
+    def jump(start: int) -> ir.Instruction:
+        return ir.Instruction("bra", (), (ir.Symbol(name(start)),))
+
+    out: list[object] = [stmts[i]]
+    falls_to = layout.blocks[layout.of[i]].falls_to
+    for start in order:
+        if falls_to is not None and falls_to != start:
+            out.append(jump(falls_to))
+        block = layout.blocks[start]
+        out.append(ir.Label(name(start)))
+        out.extend(s for s in stmts[block.start : block.end] if not isinstance(s, ir.Label))
+        falls_to = block.falls_to
+    if falls_to is not None:
+        out.append(jump(falls_to))  # into the join
+    return out
+
+
+def _count(region: Sequence[object]) -> int:
+    return sum(_count(s.body) if isinstance(s, ir.Block) else isinstance(s, ir.Instruction) for s in region)
+
+
+def _convertible_block(block: ir.Block, predicate: ir.Register | None, global_loads: bool) -> bool:
+    """A nested scope of register declarations and convertible instructions:
+    nvcc wraps each 64-bit split or join (``mov.b64 {%temp, %r}, %fd``) in one,
+    declaring its ``%temp`` there."""
+    for stmt in block.body:
+        if isinstance(stmt, ir.Block):
+            if not _convertible_block(stmt, predicate, global_loads):
+                return False
+        elif isinstance(stmt, ir.VarDecl):
+            if stmt.space != ".reg":
+                return False
+        elif isinstance(stmt, ir.Instruction):
+            if not _convertible(stmt, predicate, global_loads):
+                return False
+        elif isinstance(stmt, ir.Label):
+            return False
+    return True
 
 
 def _target(inst: ir.Instruction) -> str | None:
@@ -407,13 +675,42 @@ def _is_plain_branch(stmt: object) -> bool:
     )
 
 
-def _convertible(inst: ir.Instruction, predicate: ir.Register) -> bool:
-    """Unguarded register computation that cannot trap, touch memory or
-    other lanes, and leaves the branch predicate alone."""
-    if inst.guard is not None or isa.is_branch(inst) or isa.is_call(inst) or isa.is_return(inst):
+def _convertible(inst: ir.Instruction, predicate: ir.Register | None, global_loads: bool = True) -> bool:
+    """Register computation (or a thread-private access) that cannot trap or
+    touch other lanes, and leaves the branch ``predicate`` (if given) alone."""
+    if isa.is_branch(inst) or isa.is_call(inst) or isa.is_return(inst) or not _plain_guard(inst):
         return False
-    if isa.memory_effect(inst) != isa.MemoryEffect.NONE or isa.writes_carry(inst) or isa.reads_carry(inst):
+    if isa.writes_carry(inst) or isa.reads_carry(inst):
         return False
-    if isa.instruction_family(inst) not in _PURE and inst.opcode not in _PURE_DATA:
+    if isa.memory_effect(inst) != isa.MemoryEffect.NONE:
+        if not _guardable_access(inst, global_loads):
+            return False
+    elif isa.instruction_family(inst) not in _PURE and inst.opcode not in _PURE_DATA:
         return False
-    return all((reg.name, reg.selector) != (predicate.name, predicate.selector) for reg in isa.defs(inst))
+    return predicate is None or all(reg != predicate for reg in isa.defs(inst))
+
+
+def _plain_guard(inst: ir.Instruction) -> bool:
+    """Unguarded, or guarded by an ordinary predicate register."""
+    return inst.guard is None or not isa.is_special_register(inst.guard.predicate.name)
+
+
+def _guardable_access(inst: ir.Instruction, global_loads: bool) -> bool:
+    """A plain ``ld.local``/``st.local``, or a plain load from global or
+    constant memory. Local memory is the thread's own, so a guarded store
+    changes nothing another thread sees (it keeps the old bytes where its
+    guard is false); a guarded load reads what the branch's load read, where
+    it ran. Math-library slow paths (tables in global memory, digits in
+    local arrays) and sorts in local arrays are full of them. Global stores
+    stay branches: other threads see them, and the synthesis asks which
+    stores lie between two loads."""
+    effect = isa.memory_effect(inst)
+    if effect & (isa.MemoryEffect.ATOMIC | isa.MemoryEffect.ASYNC):
+        return False
+    if any(m in _ORDERED for m in inst.modifiers):
+        return False
+    space = isa.state_space(inst)
+    if inst.opcode == "st":
+        return space == ".local"
+    shared = (".global", ".const") if global_loads else ()
+    return inst.opcode == "ld" and space in (".local", *shared)

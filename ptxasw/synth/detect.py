@@ -163,7 +163,10 @@ class _Detector:
         # (the equalities that hold mostly hold as terms); the proof gets the full effort.
         self.prover = Prover(min(options.solver_timeout_ms, 50))
         budget = Budget(time_s=options.time_s, max_paths=options.max_paths)
-        self.executor = SymbolicExecutor(module, fn, budget, merge=False)
+        # Loads stay where they are (no if-conversion of regions with global
+        # loads): dominance below is read off the analysed code's CFG, and the
+        # proof pairs this analysis's flows with the rewrite's.
+        self.executor = SymbolicExecutor(module, fn, budget, merge=False, guard_global_loads=False)
         self.analysis = self.executor.run()
         self.cfg: CFG = self.executor.cfg
         self.widths = register_widths(fn)
@@ -343,6 +346,8 @@ class _Detector:
             if i is None:
                 return _Pair(None, "divergent flow (the source load is not on every path)")
             a, b = flow.trace[i], flow.trace[j]
+            if a.guard is not None:  # may not have run where B does
+                return _Pair(None, "divergent flow (the source load is guarded)")
             if not a.readonly:
                 k = flow.may_alias_store.get(i)
                 if k is not None and k < j:
@@ -352,7 +357,9 @@ class _Detector:
             source_terms.add(a.value.get_id())
             if len(source_terms) > 1:
                 return _Pair(None, "divergent flow (the source value differs between paths)")
-            hypotheses = [*self.analysis.assumptions, *flow.condition]
+            # B may run guarded on this flow (if-converted code): where it runs is part of its context.
+            guard = [b.guard] if b.guard is not None else []
+            hypotheses = [*self.analysis.assumptions, *flow.condition, *guard]
             if delta is None:
                 guess = self._guess_delta(a, b)
                 if isinstance(guess, str):

@@ -74,7 +74,9 @@ def prove_sites(
     if not original.complete:
         return fail_all(f"not proved: analysis of the original incomplete ({original.reason})")
     watch = {id(s.last): (s.dst, s.source) for s in sites}
-    rewritten = SymbolicExecutor(module, fn, budget, merge=False, watch=watch, stand_ins=True).run()
+    rewritten = SymbolicExecutor(
+        module, fn, budget, merge=False, watch=watch, stand_ins=True, guard_global_loads=False
+    ).run()
     if not rewritten.complete:
         return ProofResult(
             [f"not proved: analysis of the rewrite incomplete ({rewritten.reason})"] * len(sites),

@@ -402,11 +402,14 @@ class _State:
     loops: list[_LoopCtx]
     visited: set[int]
     pending: int | None = None  # an edge to follow when the flow resumes
+    undefined: dict[tuple[str, str | None], int] = field(default_factory=dict)  # reads before a write
 
     def fork(self, flow: Flow) -> _State:
-        return _State(
+        copy = _State(
             flow, self.block, dict(self.env), self.pc, list(self.mem), list(self.loops), set(self.visited)
         )
+        copy.undefined = dict(self.undefined)
+        return copy
 
 
 class _DiffForms:
@@ -1020,6 +1023,7 @@ class SymbolicExecutor:
         merge: bool = True,
         watch: dict[int, tuple[ir.Register, ...]] | None = None,
         stand_ins: bool = False,
+        guard_global_loads: bool = True,
     ) -> None:
         """``strict``: an instruction the semantics cannot model raises
         `UnsupportedInstruction` (with its ``file:line:col``) instead of
@@ -1035,7 +1039,11 @@ class SymbolicExecutor:
         watched register then continues as a fresh opaque value (its
         ``stand_in``), so that later terms are built over a symbol a proof
         can put the original value for, rather than over the rewritten code's
-        term, which the simplifier may have reshaped around."""
+        term, which the simplifier may have reshaped around.
+        ``guard_global_loads``: if-conversion may take regions with global
+        loads (`ifconvert`). The synthesis turns it off: it places shuffles
+        where loads were, and its proof pairs the original's flows with
+        the rewrite's, whose shuffles stay branches."""
         from ptxasw.emulator.semantics.instructions import Semantics  # written alongside; imported late
 
         self.module = module
@@ -1051,9 +1059,14 @@ class SymbolicExecutor:
         inlined = inline_calls(module, fn, CALL_DEPTH)
         self.not_followed = inlined.skipped
         self.origin = inlined.origin
-        # Short branch regions that only compute registers run guarded on one
-        # flow (`ifconvert`): k of them in a row no longer make 2^k flows.
-        converted = if_convert(inlined.function) if IF_CONVERT else Converted(inlined.function)
+        # Forward-branching code that only computes (and reads memory) runs
+        # guarded on one flow (`ifconvert`): k branches in a row no longer
+        # make 2^k flows.
+        converted = (
+            if_convert(inlined.function, global_loads=guard_global_loads)
+            if IF_CONVERT
+            else Converted(inlined.function)
+        )
         for copy, source in converted.origin.items():
             self.origin[copy] = inlined.origin.get(id(source), source)
         self.cfg: CFG = build_cfg(converted.function)
@@ -1143,9 +1156,14 @@ class SymbolicExecutor:
             key = (reg.name, reg.selector)
             value = st.env.get(key)
             if value is None:
-                # Read before any write on this flow (or a loop-written register
-                # before its first write): an unknown initial value.
-                value = self.dom.fresh(f"undef.{_reg_text(reg)}", width)
+                # Read before any write on this flow: the register's unknown
+                # initial value. Named by the register and how many such reads
+                # of it the flow made (not fresh): the same read in the
+                # rewritten kernel's run gives the same term, so a value it
+                # masks (``p && undef`` where p is false) matches the original.
+                count = st.undefined.get(key, 0)
+                st.undefined[key] = count + 1
+                value = z3.BitVec(f"undef.{_reg_text(reg)}#{count}", width)
                 st.env[key] = value
         return _resize(self.dom, value, width)
 
