@@ -113,12 +113,10 @@ def _has_extract_of_ext(e: z3.ExprRef, clean: dict[int, z3.ExprRef]) -> bool:
         if key in seen or key in clean or not z3.is_app(node):
             continue
         seen[key] = node
-        if z3.is_app_of(node, z3.Z3_OP_EXTRACT):
-            inner = node.arg(0)
-            if z3.is_app_of(inner, z3.Z3_OP_SIGN_EXT) or z3.is_app_of(inner, z3.Z3_OP_ZERO_EXT):
-                return True
+        if z3.is_app_of(node, z3.Z3_OP_EXTRACT) and _extract_of_ext(node) is not node:
+            return True
         stack.extend(node.children())
-    clean.update(seen)  # the whole walk found none: none of these hold one
+    clean.update(seen)  # the whole walk found none that folds: none of these hold one
     return False
 
 
