@@ -122,14 +122,13 @@ def ptxas_verbose(ptx: Path, symbol: str, cubin: Path | None = None, fmad: bool 
     ptxas = shutil.which("ptxas")
     if ptxas is None:
         raise BenchError("ptxas not found on PATH")
-    out = cubin or Path(tempfile.mkdtemp(prefix="ptxasw-speedup-")) / f"{ptx.stem}.cubin"
-    cmd = [ptxas, f"-arch={ARCH}", "-v", *([] if fmad else ["--fmad=false"]), str(ptx), "-o", str(out)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    with tempfile.TemporaryDirectory(prefix="ptxasw-speedup-") as scratch:
+        out = cubin or Path(scratch) / f"{ptx.stem}.cubin"
+        cmd = [ptxas, f"-arch={ARCH}", "-v", *([] if fmad else ["--fmad=false"]), str(ptx), "-o", str(out)]
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         first = (proc.stderr.strip().splitlines() or ["no message"])[0]
         raise BenchError(f"{ptx}: ptxas failed: {first}")
-    if cubin is None:
-        out.unlink(missing_ok=True)
     return parse_ptxas_verbose(proc.stderr, symbol)
 
 

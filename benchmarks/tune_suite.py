@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -231,6 +232,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (DeviceError, WrapperError, FileNotFoundError) as exc:
         print(f"tune_suite: error: {exc}", file=sys.stderr)
         return 1
+    finally:
+        if ns.dry_run:
+            shutil.rmtree(tune_dir, ignore_errors=True)
     s = result["summary"]
     print(
         f"{s['kernels']} kernels on {result['device']}: shuffles kept {s['kept_shuffles']}, original kept "
