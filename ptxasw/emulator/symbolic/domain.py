@@ -195,6 +195,7 @@ class SymbolicDomain:
     def __init__(self, simplify_results: bool = True, lanes: LaneModel | None = None) -> None:
         self.simplify_results = simplify_results
         self._extract_clean: dict[int, z3.ExprRef] = {}  # see `simplify_extract`
+        self._conditions: dict[int, tuple[BV, z3.BoolRef]] = {}  # see `_condition`
         # The warp around the thread (block shape, lane <-> %tid): see `ptxasw.emulator.symbolic.lanes`.
         self.lanes = lanes or LaneModel()
         self._fp_funcs: dict[tuple[object, ...], z3.FuncDeclRef] = {}
@@ -304,9 +305,8 @@ class SymbolicDomain:
         return self._s(from_bool(a < b))
 
     def ite(self, cond: BV, a: BV, b: BV) -> BV:
-        c = as_bool(cond)
+        c = self._condition(cond)
         if self.simplify_results:
-            c = simplify(c)
             if z3.is_true(c):
                 return a
             if z3.is_false(c):
@@ -314,6 +314,20 @@ class SymbolicDomain:
             if a.eq(b):
                 return a
         return self._s(z3.If(c, a, b))
+
+    def _condition(self, cond: BV) -> z3.BoolRef:
+        """``cond`` as a (simplified) Boolean, remembered by term: if-converted
+        code guards run after run of instructions by one predicate, and each
+        guarded write asks for it again."""
+        key = cond.get_id()
+        hit = self._conditions.get(key)
+        if hit is not None:
+            return hit[1]
+        c = as_bool(cond)
+        if self.simplify_results:
+            c = simplify(c)
+        self._conditions[key] = (cond, c)  # the term stays referenced: its id stays its own
+        return c
 
     # ---- width changes -----------------------------------------------------
     def zext(self, a: BV, width: int) -> BV:
