@@ -20,7 +20,7 @@ solver; the executor does that.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 import z3
@@ -69,6 +69,32 @@ def simplify(e: z3.ExprRef) -> z3.ExprRef:
             _PARAMS.set(key, value)
     ctx = e.ctx
     return z3.z3._to_expr_ref(z3.Z3_simplify_ex(ctx.ref(), e.as_ast(), _PARAMS.params), ctx)
+
+
+def bv_width(e: z3.ExprRef) -> int:
+    """A bit-vector term's width, straight from Z3's C API: ``e.size()``
+    builds a Python sort object first, which the executor paid on every
+    register read."""
+    ctx = e.ctx.ref()
+    return int(z3.Z3_get_bv_sort_size(ctx, z3.Z3_get_sort(ctx, e.as_ast())))
+
+
+def apply(fn: z3.FuncDeclRef, args: Sequence[z3.ExprRef]) -> z3.ExprRef:
+    """``fn(*args)`` for arguments already of ``fn``'s sorts, without the
+    Python API's per-argument coercion (an FP-heavy kernel applies its
+    float functions tens of thousands of times)."""
+    ctx = fn.ctx
+    array = (z3.Ast * len(args))()
+    for i, a in enumerate(args):
+        array[i] = a.as_ast()
+    return z3.z3._to_expr_ref(z3.Z3_mk_app(ctx.ref(), fn.ast, len(args), array), ctx)
+
+
+def _ite(c: z3.BoolRef, a: z3.ExprRef, b: z3.ExprRef) -> z3.ExprRef:
+    """``z3.If(c, a, b)`` for a Boolean and two terms of one sort, without
+    the Python API's coercions (a guarded write in if-converted code makes one)."""
+    ctx = a.ctx
+    return z3.z3._to_expr_ref(z3.Z3_mk_ite(ctx.ref(), c.as_ast(), a.as_ast(), b.as_ast()), ctx)
 
 
 def simplify_extract(e: z3.ExprRef, clean: dict[int, z3.ExprRef] | None = None) -> z3.ExprRef:
@@ -196,6 +222,8 @@ class SymbolicDomain:
         self.simplify_results = simplify_results
         self._extract_clean: dict[int, z3.ExprRef] = {}  # see `simplify_extract`
         self._conditions: dict[int, tuple[BV, z3.BoolRef]] = {}  # see `_condition`
+        self._negations: dict[int, tuple[BV, BV]] = {}  # see `not_`
+        self._constants: dict[tuple[int, int], BV] = {}  # see `const`
         # The warp around the thread (block shape, lane <-> %tid): see `ptxasw.emulator.symbolic.lanes`.
         self.lanes = lanes or LaneModel()
         self._fp_funcs: dict[tuple[object, ...], z3.FuncDeclRef] = {}
@@ -210,14 +238,18 @@ class SymbolicDomain:
 
     # ---- making values ---------------------------------------------------
     def const(self, value: int, width: int) -> BV:
-        return z3.BitVecVal(value % (1 << width), width)
+        key = (value % (1 << width), width)
+        known = self._constants.get(key)
+        if known is None:
+            known = self._constants[key] = z3.BitVecVal(*key)
+        return known
 
     def fresh(self, hint: str, width: int) -> BV:
         """A new variable; the counter suffix makes it unique in the process."""
         return z3.BitVec(f"{hint}!{next(_FRESH)}", width)
 
     def width(self, a: BV) -> int:
-        return a.size()
+        return bv_width(a)
 
     # ---- integer arithmetic ----------------------------------------------
     def add(self, a: BV, b: BV) -> BV:
@@ -273,7 +305,12 @@ class SymbolicDomain:
 
     def not_(self, a: BV) -> BV:
         if a.size() == 1:
-            return self._s(from_bool(z3.Not(as_bool(a))))
+            # Remembered by term, as `_condition`: ``@!%p`` guards a run of instructions.
+            key = a.get_id()
+            hit = self._negations.get(key)
+            if hit is None:
+                hit = self._negations[key] = (a, self._s(from_bool(z3.Not(as_bool(a)))))
+            return hit[1]
         return self._s(~a)
 
     def shl(self, a: BV, b: BV) -> BV:
@@ -313,7 +350,7 @@ class SymbolicDomain:
                 return b
             if a.eq(b):
                 return a
-        return self._s(z3.If(c, a, b))
+        return self._s(_ite(c, a, b))
 
     def _condition(self, cond: BV) -> z3.BoolRef:
         """``cond`` as a (simplified) Boolean, remembered by term: if-converted
@@ -385,7 +422,7 @@ class SymbolicDomain:
         and ``add.rz.f32`` never collide, and the same float computation on
         the same bits is the same term.
         """
-        widths = tuple(x.size() for x in args)
+        widths = tuple(bv_width(x) for x in args)
         out = type_bits(op.type) or (widths[0] if widths else 32)
         key = (op, widths, out)
         fn = self._fp_funcs.get(key)
@@ -394,7 +431,7 @@ class SymbolicDomain:
             self._fp_funcs[key] = fn
         if not args:
             return self.fresh(f"fp.{op.op}", out)
-        return fn(*args)  # type: ignore[return-value]
+        return apply(fn, args)  # type: ignore[return-value]
 
     def evaluate(self, expr: z3.ExprRef, bindings: dict[str, int], concrete: Domain[Bits]) -> int:
         """The value of ``expr`` when its variables (by name) take ``bindings``.

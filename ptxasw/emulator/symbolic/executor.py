@@ -97,7 +97,7 @@ from ptxasw.emulator.semantics.collectives import (
     warp_collective,
 )
 from ptxasw.emulator.symbolic.affine import disjoint_by_stride, equal_condition, overlap_condition
-from ptxasw.emulator.symbolic.domain import SymbolicDomain, as_bool, const_value, simplify
+from ptxasw.emulator.symbolic.domain import SymbolicDomain, as_bool, bv_width, const_value, simplify
 from ptxasw.emulator.symbolic.independence import Symbols, connected, free_literal
 from ptxasw.emulator.symbolic.intervals import decide, normalize_extensions
 from ptxasw.emulator.symbolic.lanes import LaneModel
@@ -2316,13 +2316,13 @@ def _reg_text(reg: ir.Register) -> str:
     return reg.name if reg.selector is None else f"{reg.name}.{reg.selector}"
 
 
-def _resize(dom: SymbolicDomain, value: BV, width: int) -> BV:
-    w = value.size()
-    if w == width:
+def _resize(dom: SymbolicDomain, value: BV, bits: int) -> BV:
+    w = bv_width(value)
+    if w == bits:
         return value
-    if w > width:
-        return dom.extract(value, width - 1, 0)
-    return dom.zext(value, width)
+    if w > bits:
+        return dom.extract(value, bits - 1, 0)
+    return dom.zext(value, bits)
 
 
 _T = TypeVar("_T")
