@@ -12,17 +12,21 @@ per element). Guarded, such code runs on one flow and the values meet as
 ``If(p, a, b)``; a guarded write keeps the old value where its guard is
 false, a guarded load reads what the branch's load read where it ran.
 
-**Acyclic regions** (`_Converter._acyclic_region`), within one scope: from a
-conditional branch, the code up to the first label where every branch
-taken in it has landed, when all its branches go forward to labels inside
-it (or to that join), nothing outside branches to a label inside it, and
-every instruction converts. Each statement is guarded by the formula of
-where it runs (`ptxasw.analysis.guards`: the disjunction over the branches
-into its block of their source's formula and their condition). Triangles,
-diamonds, nvcc's ``@p bra T; bra F; T: ...`` layout, nests of them and
-chains of early exits to one label are all this shape. Already-guarded
-instructions run under both guards; a predicate the region overwrites
-while a formula still needs its old value is copied first.
+**Acyclic regions** (`_Converter._acyclic_region`), within one scope: the
+blocks between a conditional branch and its immediate post-dominator J
+(`_Layout`: the blocks of a statement list, post-dominators from networkx
+on the reversed graph), wherever they are laid out, when nothing else
+enters them, they form no loop, they lie after the branch and every
+instruction converts. Each statement is guarded by the formula of where it
+runs (`ptxasw.analysis.guards`: the disjunction over the branches into its
+block of their source's formula and their condition); the blocks are
+emitted in an order where each follows those that lead to it, leave their
+old places, and a ``bra J`` follows where J is not next. Triangles,
+diamonds, nvcc's ``@p bra T; bra F; T: ...`` layout and the rare sides it
+places after the ``ret``, nests of them and chains of early exits to one
+label are all this shape. Already-guarded instructions run under both
+guards; a predicate the region overwrites while a formula still needs its
+old value is copied first.
 
 **GCC's out-of-line side** (`_Converter._out_of_line_region`): the taken
 side placed after an unconditional jump or return, ending in a jump back to
@@ -38,13 +42,17 @@ its thread's bounds this way, twice over)::
     J:
 
 becomes ``@!%p F1...; @(!%p && %q) bra X; @(!%p && !%q) F2...; @%p B...; J:``
-(each formula one fresh predicate) and the out-of-line code goes. Passes run
-to a fixed point, as one conversion can make the code around it convertible.
+(each formula one fresh predicate) and the out-of-line code goes; it is
+tried where the acyclic form does not fit (an early exit leaves the
+region). Passes run to a fixed point, as one conversion can make the code
+around it convertible.
 
 What converts: register arithmetic, comparison, logic, conversion and moves
 (no carry flag), plain ``ld``/``st`` of ``.local``, plain ``ld`` of
-``.global``/``.const`` (no ``.volatile``, no memory order); never a global
-store, an atomic, a collective, a call or a return. Fresh predicates are
+``.global``/``.const`` (no ``.volatile``, no memory order; not with
+``global_loads=False``, which the shuffle synthesis asks for: it places
+shuffles where loads were); never a global store, an atomic, a collective,
+a call or a return. Fresh predicates are
 named by `FunctionBuilder`. The input is not modified; `Converted.origin`
 maps each guarded copy to the instruction it was made from, so traces and
 passes still name the module's instructions.
