@@ -35,32 +35,59 @@ def _twos(k: int, width: int) -> int:
 
 
 def congruence(d: z3.BitVecRef) -> tuple[int, int]:
-    """``(c0, e)`` with ``d ≡ c0 (mod 2^e)`` for every value of its symbols."""
+    """``(c0, e)`` with ``d ≡ c0 (mod 2^e)`` for every value of its symbols.
+
+    Read off the raw AST through Z3's C API: the executor asks it for every
+    store against every earlier access, and building a Python object per
+    subterm cost more than the arithmetic."""
+    ctx = d.ctx.ref()
     width = d.size()
-    terms = d.children() if z3.is_app_of(d, z3.Z3_OP_BADD) else [d]
+    ast = d.as_ast()
+    terms = _args(ctx, ast) if _kind(ctx, ast) == z3.Z3_OP_BADD else [ast]
     c0 = 0
     e = width
     for t in terms:
-        if z3.is_bv_value(t):
-            c0 += t.as_long()
+        value = _numeral(ctx, t)
+        if value is not None:
+            c0 += value
             continue
-        if z3.is_app_of(t, z3.Z3_OP_BMUL):
+        kind = _kind(ctx, t)
+        if kind == z3.Z3_OP_BMUL:
             k = 1
-            for f in t.children():
-                if z3.is_bv_value(f):
-                    k *= f.as_long()
+            for f in _args(ctx, t):
+                factor = _numeral(ctx, f)
+                if factor is not None:
+                    k *= factor
             e = min(e, _twos(k, width))
             continue
-        if z3.is_app_of(t, z3.Z3_OP_CONCAT):
+        if kind == z3.Z3_OP_CONCAT:
             # ``concat(hi, low)`` with a constant ``low`` of ``n`` bits is
             # ``hi * 2^n + low``: low bits fixed, the rest a multiple of 2^n.
-            low = t.children()[-1]
-            if z3.is_bv_value(low):
-                c0 += low.as_long()
-                e = min(e, low.size())
+            low = _args(ctx, t)[-1]
+            value = _numeral(ctx, low)
+            if value is not None:
+                c0 += value
+                e = min(e, int(z3.Z3_get_bv_sort_size(ctx, z3.Z3_get_sort(ctx, low))))
                 continue
-        e = 0  # any value
+        return 0, 0  # any value
     return c0 % (1 << width), e
+
+
+def _kind(ctx: z3.ContextObj, ast: z3.Ast) -> int:
+    """The operator of an application (-1 for anything else)."""
+    if z3.Z3_get_ast_kind(ctx, ast) != z3.Z3_APP_AST:
+        return -1
+    return int(z3.Z3_get_decl_kind(ctx, z3.Z3_get_app_decl(ctx, ast)))
+
+
+def _args(ctx: z3.ContextObj, ast: z3.Ast) -> list[z3.Ast]:
+    return [z3.Z3_get_app_arg(ctx, ast, i) for i in range(z3.Z3_get_app_num_args(ctx, ast))]
+
+
+def _numeral(ctx: z3.ContextObj, ast: z3.Ast) -> int | None:
+    if z3.Z3_get_ast_kind(ctx, ast) != z3.Z3_NUMERAL_AST:
+        return None
+    return int(z3.Z3_get_numeral_string(ctx, ast))
 
 
 def disjoint_by_stride(d: z3.BitVecRef, na: int, nb: int) -> bool:
