@@ -226,20 +226,22 @@ def _bottom_up(
     hit = table.get(e.get_id())
     if hit is not None:
         return hit[1]
-    stack: list[tuple[z3.ExprRef, bool]] = [(e, False)]
+    # A node is pushed twice: first without its children (to expand it),
+    # then with them (to combine their sets): `children()` once per node.
+    stack: list[tuple[z3.ExprRef, list[z3.ExprRef] | None]] = [(e, None)]
     while stack:
-        node, done = stack.pop()
+        node, children = stack.pop()
         key = node.get_id()
         if key in table:
             continue
-        given = whole(node)
-        if given is not None:
-            table[key] = (node, given)
-            continue
-        children = node.children()
-        if not done:
-            stack.append((node, True))
-            stack.extend((c, False) for c in children if c.get_id() not in table)
+        if children is None:
+            given = whole(node)
+            if given is not None:
+                table[key] = (node, given)
+                continue
+            children = node.children()
+            stack.append((node, children))
+            stack.extend((c, None) for c in children if c.get_id() not in table)
             continue
         parts = [table[c.get_id()][1] for c in children]
         table[key] = (node, frozenset(own(node).union(*parts)))
