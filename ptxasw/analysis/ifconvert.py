@@ -166,7 +166,6 @@ class _Converter:
         self.regions = 0
         self.dropped: set[int] = set()  # ids of out-of-line arms now guarded where they branched from
         self.fresh: list[ir.Register] = []  # predicates the converted code adds
-        self._labels: dict[int, tuple[Sequence[object], dict[str, int]]] = {}  # by statement list
         self._layouts: dict[int, _Layout] = {}  # by statement list, for this pass
         self._builder: FunctionBuilder | None = None
         self._made: list[ir.Instruction] = []  # every copy, kept alive while `origin` holds its id
@@ -355,7 +354,7 @@ class _Converter:
         back to ``join``; and the range of statement indices it spans."""
         if target is None or self.refs[target] != 1:
             return None
-        t = self._label_positions(stmts).get(target)
+        t = self._layout(stmts).labels.get(target)
         if t is None or t < start or not _ends_flow(_previous_instruction(stmts, t)):
             return None
         second, k = self._straight(stmts, t + 1, predicate)
@@ -365,15 +364,6 @@ class _Converter:
         if not (_is_plain_branch(back) and _target(back) == join):
             return None
         return second, range(t, k + 1)
-
-    def _label_positions(self, stmts: Sequence[object]) -> dict[str, int]:
-        """Where each label of ``stmts`` is, computed once per statement list
-        (a search per branch would be quadratic in a large function)."""
-        known = self._labels.get(id(stmts))
-        if known is None or known[0] is not stmts:
-            positions = {s.name: n for n, s in enumerate(stmts) if isinstance(s, ir.Label)}
-            known = self._labels[id(stmts)] = (stmts, positions)
-        return known[1]
 
     def _with_exits(self, region: list[object], predicate: ir.Register, negated: bool) -> list[object]:
         """``region`` guarded by ``@[!]predicate``, its early exits taken only
