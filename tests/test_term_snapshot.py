@@ -7,7 +7,7 @@ import gc
 
 import z3
 
-from ptxasw.emulator.symbolic import snapshot
+from ptxasw.emulator.symbolic import raw, snapshot
 from ptxasw.emulator.symbolic.printer import Printer
 
 
@@ -60,10 +60,10 @@ def test_raw_falls_back_to_the_wrapper() -> None:
     def wrapper(a: int) -> int:
         return a + 1
 
-    assert snapshot._raw(wrapper) is wrapper
-    raw = snapshot._raw(z3.z3core.Z3_get_ast_id)
+    assert raw._unchecked(wrapper) is wrapper
+    unchecked = raw._unchecked(z3.z3core.Z3_get_ast_id)
     x = z3.BitVec("x", 8)
-    assert raw(x.ctx_ref(), x.as_ast()) == x.get_id()
+    assert unchecked(x.ctx_ref(), x.as_ast()) == x.get_id()
 
 
 def _declarations(e: z3.ExprRef) -> dict[str, z3.FuncDeclRef]:

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import z3
 
+from ptxasw.emulator.symbolic import raw
+
 __all__ = ["congruence", "disjoint_by_stride", "equal_condition", "overlap_condition"]
 
 
@@ -37,9 +39,9 @@ def _twos(k: int, width: int) -> int:
 def congruence(d: z3.BitVecRef) -> tuple[int, int]:
     """``(c0, e)`` with ``d ≡ c0 (mod 2^e)`` for every value of its symbols.
 
-    Read off the raw AST through Z3's C API: the executor asks it for every
-    store against every earlier access, and building a Python object per
-    subterm cost more than the arithmetic."""
+    Read off the raw AST (`raw`): the executor asks it for every store
+    against every earlier access, and building a Python object per subterm
+    cost more than the arithmetic."""
     ctx = d.ctx.ref()
     width = d.size()
     ast = d.as_ast()
@@ -67,7 +69,7 @@ def congruence(d: z3.BitVecRef) -> tuple[int, int]:
             value = _numeral(ctx, low)
             if value is not None:
                 c0 += value
-                e = min(e, int(z3.Z3_get_bv_sort_size(ctx, z3.Z3_get_sort(ctx, low))))
+                e = min(e, int(raw.bv_size(ctx, raw.sort(ctx, low))))
                 continue
         return 0, 0  # any value
     return c0 % (1 << width), e
@@ -75,19 +77,19 @@ def congruence(d: z3.BitVecRef) -> tuple[int, int]:
 
 def _kind(ctx: z3.ContextObj, ast: z3.Ast) -> int:
     """The operator of an application (-1 for anything else)."""
-    if z3.Z3_get_ast_kind(ctx, ast) != z3.Z3_APP_AST:
+    if raw.ast_kind(ctx, ast) != z3.Z3_APP_AST:
         return -1
-    return int(z3.Z3_get_decl_kind(ctx, z3.Z3_get_app_decl(ctx, ast)))
+    return int(raw.decl_kind(ctx, raw.app_decl(ctx, ast)))
 
 
 def _args(ctx: z3.ContextObj, ast: z3.Ast) -> list[z3.Ast]:
-    return [z3.Z3_get_app_arg(ctx, ast, i) for i in range(z3.Z3_get_app_num_args(ctx, ast))]
+    return [raw.app_arg(ctx, ast, i) for i in range(raw.num_args(ctx, ast))]
 
 
 def _numeral(ctx: z3.ContextObj, ast: z3.Ast) -> int | None:
-    if z3.Z3_get_ast_kind(ctx, ast) != z3.Z3_NUMERAL_AST:
+    if raw.ast_kind(ctx, ast) != z3.Z3_NUMERAL_AST:
         return None
-    return int(z3.Z3_get_numeral_string(ctx, ast))
+    return int(raw.numeral_string(ctx, ast))
 
 
 def disjoint_by_stride(d: z3.BitVecRef, na: int, nb: int) -> bool:

@@ -28,6 +28,7 @@ import z3
 if TYPE_CHECKING:
     from ptxasw.emulator.concrete.domain import Bits
 from ptxasw.emulator.semantics.domain import Domain, FpOp
+from ptxasw.emulator.symbolic import raw
 from ptxasw.emulator.symbolic.lanes import LaneModel
 from ptxasw.emulator.symbolic.printer import Printer, pretty
 from ptxasw.ir.isa import type_bits
@@ -72,11 +73,11 @@ def simplify(e: z3.ExprRef) -> z3.ExprRef:
 
 
 def bv_width(e: z3.ExprRef) -> int:
-    """A bit-vector term's width, straight from Z3's C API: ``e.size()``
-    builds a Python sort object first, which the executor paid on every
-    register read."""
+    """A bit-vector term's width, straight from Z3's C API (`raw`):
+    ``e.size()`` builds a Python sort object first, which the executor paid
+    on every register read."""
     ctx = e.ctx.ref()
-    return int(z3.Z3_get_bv_sort_size(ctx, z3.Z3_get_sort(ctx, e.as_ast())))
+    return int(raw.bv_size(ctx, raw.sort(ctx, e.as_ast())))
 
 
 def apply(fn: z3.FuncDeclRef, args: Sequence[z3.ExprRef]) -> z3.ExprRef:

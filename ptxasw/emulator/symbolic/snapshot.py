@@ -15,45 +15,15 @@ subterms are owned by their roots).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import z3
-import z3.z3core as capi
+
+from ptxasw.emulator.symbolic import raw
 
 __all__ = ["Node", "Snapshot"]
 
-
-def _raw(wrapper: Callable[..., Any]) -> Callable[..., Any]:
-    """The foreign function behind a z3core wrapper, without the error check
-    that the wrapper makes after every call (a second foreign call). The
-    getters used here cannot fail on a live term. Falls back to the wrapper
-    when z3's bindings are laid out differently."""
-    defaults = getattr(wrapper, "__defaults__", None) or ()
-    for d in defaults:
-        f = getattr(d, "f", None)
-        if callable(f):
-            return f  # type: ignore[no-any-return]
-    return wrapper
-
-
-_ast_id = _raw(capi.Z3_get_ast_id)
-_ast_kind = _raw(capi.Z3_get_ast_kind)
-_app_decl = _raw(capi.Z3_get_app_decl)
-_decl_kind = _raw(capi.Z3_get_decl_kind)
-_num_args = _raw(capi.Z3_get_app_num_args)
-_app_arg = _raw(capi.Z3_get_app_arg)
-_sort = _raw(capi.Z3_get_sort)
-_sort_kind = _raw(capi.Z3_get_sort_kind)
-_bv_size = _raw(capi.Z3_get_bv_sort_size)
-_int_param = _raw(capi.Z3_get_decl_int_parameter)
-_num_params = _raw(capi.Z3_get_decl_num_parameters)
-_param_kind = _raw(capi.Z3_get_decl_parameter_kind)
-# These return strings: the wrappers convert them (and check errors), keep them.
-_decl_name = capi.Z3_get_decl_name
-_symbol_string = capi.Z3_get_symbol_string
-_numeral_string = capi.Z3_get_numeral_string
 
 _INT_PARAMETER = z3.Z3_PARAMETER_INT
 _APP = z3.Z3_APP_AST
@@ -108,7 +78,7 @@ class Snapshot:
             return hit
         ctx = e.ctx_ref()
         root = e.as_ast()
-        hit = self._nodes.get(_ast_id(ctx, root))
+        hit = self._nodes.get(raw.ast_id(ctx, root))
         if hit is None:
             hit = self._read(ctx, root)
         self._roots.append(e)
@@ -119,7 +89,7 @@ class Snapshot:
         """Read ``root`` and its unread subterms, children first, from an
         explicit stack (kernels build chains thousands of terms deep)."""
         nodes = self._nodes
-        stack: list[tuple[Any, int, list[Any] | None]] = [(root, _ast_id(ctx, root), None)]
+        stack: list[tuple[Any, int, list[Any] | None]] = [(root, raw.ast_id(ctx, root), None)]
         while stack:
             ast, key, kids = stack[-1]
             if key in nodes:
@@ -127,32 +97,32 @@ class Snapshot:
                 continue
             if kids is None:
                 kids = []
-                if _ast_kind(ctx, ast) == _APP:
-                    kids = [_app_arg(ctx, ast, i) for i in range(_num_args(ctx, ast))]
+                if raw.ast_kind(ctx, ast) == _APP:
+                    kids = [raw.app_arg(ctx, ast, i) for i in range(raw.num_args(ctx, ast))]
                 stack[-1] = (ast, key, kids)
-                pending = [(k, _ast_id(ctx, k), None) for k in kids]
+                pending = [(k, raw.ast_id(ctx, k), None) for k in kids]
                 pending = [p for p in pending if p[1] not in nodes]
                 if pending:
                     stack.extend(reversed(pending))
                     continue
             stack.pop()
-            nodes[key] = self._make(ctx, ast, key, tuple(nodes[_ast_id(ctx, k)] for k in kids))
-        return nodes[_ast_id(ctx, root)]
+            nodes[key] = self._make(ctx, ast, key, tuple(nodes[raw.ast_id(ctx, k)] for k in kids))
+        return nodes[raw.ast_id(ctx, root)]
 
     def _make(self, ctx: Any, ast: Any, key: int, args: tuple[Node, ...]) -> Node:
-        ast_kind = _ast_kind(ctx, ast)
+        ast_kind = raw.ast_kind(ctx, ast)
         if ast_kind not in (_APP, _NUMERAL):
             return Node(key, None, 0, (), text=z3.Z3_ast_to_string(ctx, ast))
-        sort = _sort(ctx, ast)
-        size = _bv_size(ctx, sort) if _sort_kind(ctx, sort) == _BV_SORT else 0
-        decl = _app_decl(ctx, ast)
-        kind = _decl_kind(ctx, decl)
+        sort = raw.sort(ctx, ast)
+        size = raw.bv_size(ctx, sort) if raw.sort_kind(ctx, sort) == _BV_SORT else 0
+        decl = raw.app_decl(ctx, ast)
+        kind = raw.decl_kind(ctx, decl)
         if ast_kind == _NUMERAL:
-            return Node(key, kind, size, (), value=int(_numeral_string(ctx, ast)))
-        name = _symbol_string(ctx, _decl_name(ctx, decl))
+            return Node(key, kind, size, (), value=int(raw.numeral_string(ctx, ast)))
+        name = raw.symbol_string(ctx, raw.decl_name(ctx, decl))
         params = tuple(
-            _int_param(ctx, decl, i)
-            for i in range(_num_params(ctx, decl))
-            if _param_kind(ctx, decl, i) == _INT_PARAMETER
+            raw.int_param(ctx, decl, i)
+            for i in range(raw.num_params(ctx, decl))
+            if raw.param_kind(ctx, decl, i) == _INT_PARAMETER
         )
         return Node(key, kind, size, args, name=name, params=params)
