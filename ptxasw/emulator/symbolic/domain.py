@@ -20,8 +20,8 @@ solver; the executor does that.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import z3
 
@@ -70,6 +70,19 @@ def simplify(e: z3.ExprRef) -> z3.ExprRef:
             _PARAMS.set(key, value)
     ctx = e.ctx
     return z3.z3._to_expr_ref(z3.Z3_simplify_ex(ctx.ref(), e.as_ast(), _PARAMS.params), ctx)
+
+
+_T = TypeVar("_T")
+
+
+def remember(table: dict[Any, tuple[Any, _T]], key: Any, term: Any, compute: Callable[[], _T]) -> _T:
+    """``compute()``, once per ``key`` of ``table``; ``term`` (whose Z3 id
+    the key holds) is kept with the answer, so that the id is not reused."""
+    hit = table.get(key)
+    if hit is None:
+        hit = (term, compute())
+        table[key] = hit
+    return hit[1]
 
 
 def bv_width(e: z3.ExprRef) -> int:
@@ -307,11 +320,7 @@ class SymbolicDomain:
     def not_(self, a: BV) -> BV:
         if a.size() == 1:
             # Remembered by term, as `_condition`: ``@!%p`` guards a run of instructions.
-            key = a.get_id()
-            hit = self._negations.get(key)
-            if hit is None:
-                hit = self._negations[key] = (a, self._s(from_bool(z3.Not(as_bool(a)))))
-            return hit[1]
+            return remember(self._negations, a.get_id(), a, lambda: self._s(from_bool(z3.Not(as_bool(a)))))
         return self._s(~a)
 
     def shl(self, a: BV, b: BV) -> BV:
@@ -357,15 +366,12 @@ class SymbolicDomain:
         """``cond`` as a (simplified) Boolean, remembered by term: if-converted
         code guards run after run of instructions by one predicate, and each
         guarded write asks for it again."""
-        key = cond.get_id()
-        hit = self._conditions.get(key)
-        if hit is not None:
-            return hit[1]
-        c = as_bool(cond)
-        if self.simplify_results:
-            c = simplify(c)
-        self._conditions[key] = (cond, c)  # the term stays referenced: its id stays its own
-        return c
+
+        def boolean() -> z3.BoolRef:
+            c = as_bool(cond)
+            return simplify(c) if self.simplify_results else c  # type: ignore[return-value]
+
+        return remember(self._conditions, cond.get_id(), cond, boolean)
 
     # ---- width changes -----------------------------------------------------
     def zext(self, a: BV, width: int) -> BV:

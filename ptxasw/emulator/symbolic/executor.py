@@ -79,9 +79,9 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 import z3
 
@@ -97,7 +97,7 @@ from ptxasw.emulator.semantics.collectives import (
     warp_collective,
 )
 from ptxasw.emulator.symbolic.affine import disjoint_by_stride, equal_condition, overlap_condition
-from ptxasw.emulator.symbolic.domain import SymbolicDomain, as_bool, bv_width, const_value, simplify
+from ptxasw.emulator.symbolic.domain import SymbolicDomain, as_bool, bv_width, const_value, remember, simplify
 from ptxasw.emulator.symbolic.independence import Symbols, connected, free_literal
 from ptxasw.emulator.symbolic.intervals import decide, normalize_extensions
 from ptxasw.emulator.symbolic.lanes import LaneModel
@@ -1578,15 +1578,15 @@ class SymbolicExecutor:
                 _is_load(t) and self._base_term(t.arg(0)) == "&__nvptx_stacks" for t in _summands(address)
             )
 
-        return _memo(self._stack_rooted, address.get_id(), address, rooted)
+        return remember(self._stack_rooted, address.get_id(), address, rooted)
 
     def _split(self, address: BV) -> tuple[str | None, int]:
         """`_split_symbol`, memoised."""
-        return _memo(self._splits, address.get_id(), address, lambda: _split_symbol(address))
+        return remember(self._splits, address.get_id(), address, lambda: _split_symbol(address))
 
     def _base_term(self, address: BV) -> str | None:
         """`_symbol_term`, memoised."""
-        return _memo(self._bases, address.get_id(), address, lambda: _symbol_term(address))
+        return remember(self._bases, address.get_id(), address, lambda: _symbol_term(address))
 
     def _relation(self, st: _State, a: BV, na: int, b: BV, nb: int, precise: bool = True) -> str | int:
         """``disjoint``, ``may`` (overlap possible) or the constant byte
@@ -1602,7 +1602,7 @@ class SymbolicExecutor:
         (`_term_relation`): sibling flows run the same stores against the
         same loads, and only the solver's part depends on the path."""
         key = (a.get_id(), na, b.get_id(), nb, precise)
-        relation = _memo(self._relations, key, (a, b), lambda: self._term_relation(a, na, b, nb, precise))
+        relation = remember(self._relations, key, (a, b), lambda: self._term_relation(a, na, b, nb, precise))
         if not isinstance(relation, _OpenRelation):
             return relation
         if relation.cheap:
@@ -1669,7 +1669,7 @@ class SymbolicExecutor:
         return "may"
 
     def _forms(self, diff: BV, na: int, nb: int) -> _DiffForms:
-        return _memo(self._diff_forms, (diff.get_id(), na, nb), diff, lambda: _DiffForms(diff, na, nb))
+        return remember(self._diff_forms, (diff.get_id(), na, nb), diff, lambda: _DiffForms(diff, na, nb))
 
     def _depends_on_pointer(self, e: BV) -> bool:
         """Whether ``e`` mentions a free pointer-sized base: a kernel
@@ -2323,19 +2323,6 @@ def _resize(dom: SymbolicDomain, value: BV, bits: int) -> BV:
     if w > bits:
         return dom.extract(value, bits - 1, 0)
     return dom.zext(value, bits)
-
-
-_T = TypeVar("_T")
-
-
-def _memo(table: dict[Any, tuple[Any, _T]], key: Any, term: Any, compute: Callable[[], _T]) -> _T:
-    """``compute()``, once per ``key`` of ``table``; ``term`` (whose Z3 id
-    the key holds) is kept with the answer, so that the id is not reused."""
-    hit = table.get(key)
-    if hit is None:
-        hit = (term, compute())
-        table[key] = hit
-    return hit[1]
 
 
 def _summands(address: BV) -> list[BV]:
