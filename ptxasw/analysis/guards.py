@@ -140,12 +140,9 @@ class GuardBuilder:
         if known is not None:
             return known
         cubes = sorted(f, key=lambda c: sorted(map(_order, c)))
-        if len(cubes) > 1:
-            reg = self._cube(cubes[0], out)
-            for cube in cubes[1:]:
-                reg = self._emit("or", reg, self._cube(cube, out), out)
-        else:
-            reg = self._cube(cubes[0], out)
+        reg = self._cube(cubes[0], out)
+        for cube in cubes[1:]:
+            reg = self._emit("or", reg, self._cube(cube, out), out)
         self._built[f] = reg
         return reg
 

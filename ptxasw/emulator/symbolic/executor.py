@@ -405,11 +405,16 @@ class _State:
     undefined: dict[tuple[str, str | None], int] = field(default_factory=dict)  # reads before a write
 
     def fork(self, flow: Flow) -> _State:
-        copy = _State(
-            flow, self.block, dict(self.env), self.pc, list(self.mem), list(self.loops), set(self.visited)
+        return _State(
+            flow,
+            self.block,
+            dict(self.env),
+            self.pc,
+            list(self.mem),
+            list(self.loops),
+            set(self.visited),
+            undefined=dict(self.undefined),
         )
-        copy.undefined = dict(self.undefined)
-        return copy
 
 
 class _DiffForms:
