@@ -53,10 +53,10 @@ def module(body: str, tail: str = "") -> ir.Module:
     return parse_ptx(HEADER + KERNEL.format(body=body, tail=tail), "ifconvert.ptx")
 
 
-def converted_module(mod: ir.Module) -> tuple[ir.Module, int]:
+def converted_module(mod: ir.Module, *, visible_memory: bool = True) -> tuple[ir.Module, int]:
     """``mod`` with its kernel if-converted, printed and parsed again."""
     fn = mod.function("k")
-    result = if_convert(fn)
+    result = if_convert(fn, visible_memory=visible_memory)
     items = [result.function if item is fn else item for item in mod.items]
     text = print_module(dataclasses.replace(mod, items=items))
     return parse_ptx(text, "converted.ptx"), result.regions
@@ -258,12 +258,15 @@ def test_the_schedule_in_an_inlined_callee_runs_on_one_flow(monkeypatch: pytest.
 @pytest.mark.parametrize(
     "body, why",
     [
-        (TRIANGLE.replace("mul.lo.u32 %r3, %r3, 3;", "st.global.u32 [%rd5], %r3;"), "a store"),
+        (TRIANGLE.replace("mul.lo.u32 %r3, %r3, 3;", "st.shared.u32 [%rd5], %r3;"), "a shared-memory store"),
+        (
+            TRIANGLE.replace("mul.lo.u32 %r3, %r3, 3;", "st.volatile.global.u32 [%rd5], %r3;"),
+            "a volatile store",
+        ),
         (
             TRIANGLE.replace("mul.lo.u32 %r3, %r3, 3;", "ld.volatile.global.u32 %r3, [%rd4];"),
             "a volatile load",
         ),
-        (TRIANGLE.replace("mul.lo.u32 %r3, %r3, 3;", "ld.u32 %r3, [%rd4];"), "a generic load"),
         (TRIANGLE.replace("mul.lo.u32 %r3, %r3, 3;", "ret;"), "a return"),
         (
             TRIANGLE.replace("mul.lo.u32 %r3, %r3, 3;", "$L:\n    add.u32 %r3, %r3, 3;\n    @%p2 bra $L;"),
@@ -284,11 +287,53 @@ def test_regions_that_must_stay_branches(body: str, why: str) -> None:
 
 
 @pytest.mark.parametrize(
+    "access",
+    [
+        "st.global.u32 [%rd5], %r3;",
+        "st.u32 [%rd5], %r3;",
+        "ld.u32 %r3, [%rd4];",
+        "ld.global.u32 %r3, [%rd4];",
+    ],
+)
+def test_memory_other_threads_see_converts_for_the_trace_only(access: str) -> None:
+    """Global and generic accesses are guarded for the trace (one flow, the
+    store kept with its guard) and stay branches for the synthesis, which
+    places shuffles where loads were and counts stores between loads."""
+    body = TRIANGLE.replace("mul.lo.u32 %r3, %r3, 3;", access)
+    converted, regions = converted_module(module(body))
+    assert regions == 1
+    assert any(i.guard is not None and i.opcode == access[:2] for i in converted.function("k").instructions())
+    _, regions = converted_module(module(body), visible_memory=False)
+    assert regions == 0
+
+
+def test_guarded_stores_give_what_the_branches_gave() -> None:
+    """A store under a branch, then a load of the same place: guarded on one
+    flow, the load reads ``If(guard, stored, older)``; every thread's memory
+    afterwards is what the branching kernel left (concrete interpreter)."""
+    body = TRIANGLE.replace(
+        "mul.lo.u32 %r3, %r3, 3;", "st.global.u32 [%rd5], %r2;\n    ld.global.u32 %r3, [%rd5];"
+    )
+    original = module(body)
+    converted, regions = converted_module(original)
+    assert regions == 1
+    assert _same_outputs(original, converted, np.arange(0, 77 * 3, 3, dtype=np.uint32))
+    (flow,) = analyze_kernel(original, "k").flows
+    guarded_store, last_store = [a for a in flow.trace if a.kind == "st"]
+    assert guarded_store.guard is not None and last_store.guard is None
+    assert "If(" in str(last_store.value)
+
+
+@pytest.mark.parametrize(
     "body, tail, why",
     [
         (SCHEDULE_BODY, SCHEDULE_TAIL.replace("$LONGER:", "add.u32 %r3, %r3, 1;\n$LONGER:"), "falls into"),
         (SCHEDULE_BODY.replace("$CHUNK:", "$CHUNK:\n    @%p1 bra $LONGER;"), SCHEDULE_TAIL, "two branches"),
-        (SCHEDULE_BODY, SCHEDULE_TAIL.replace("mul.lo", "st.global.u32 [%rd5], %r3;\n    mul.lo"), "a store"),
+        (
+            SCHEDULE_BODY,
+            SCHEDULE_TAIL.replace("mul.lo", "st.volatile.global.u32 [%rd5], %r3;\n    mul.lo"),
+            "a volatile store",
+        ),
     ],
 )
 def test_out_of_line_sides_that_must_stay_branches(body: str, tail: str, why: str) -> None:

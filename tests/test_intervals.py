@@ -37,6 +37,32 @@ def test_divisions_by_constants_keep_their_ranges_after_the_rewriter() -> None:
     assert decide(z3.ULT(widened, 10)) is True
 
 
+def test_slices_of_small_values_keep_their_ranges() -> None:
+    """The rewriter writes ``%tid.x >= 2000`` as a test of the high bits and
+    of the low slice; both slices of ``%tid.x <= 1023`` have known ranges, so
+    the comparison is decided (a store guarded by it never runs)."""
+    beyond = simplify(z3.UGE(TID, 2000))
+    assert "Extract" in str(beyond)
+    assert decide(beyond) is False
+    assert interval(z3.Extract(9, 2, TID)) == (0, 255)
+    assert interval(z3.Extract(31, 11, TID)) == (0, 0)
+    wide = z3.BitVec("w", 32)  # no range: a slice of it is anything
+    assert interval(z3.Extract(15, 4, wide)) == (0, 2**12 - 1)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 2**16 - 1), st.integers(0, 2**16 - 1), st.integers(0, 15), st.integers(0, 15))
+def test_slice_ranges_hold_for_every_value(a: int, b: int, i: int, j: int) -> None:
+    lo, hi = min(a, b), max(a, b)
+    low, high = min(i, j), max(i, j)
+    x = z3.BitVec("x", 16)
+    memo = {x.get_id(): (lo, hi)}
+    rlo, rhi = interval(z3.Extract(high, low, x), memo)
+    for v in {lo, hi, (lo + hi) // 2}:
+        sliced = (v >> low) & ((1 << (high - low + 1)) - 1)
+        assert rlo <= sliced <= rhi
+
+
 def test_indices_extended_two_ways_differ_by_a_constant() -> None:
     """``u[j][k]`` against ``u[j+1][k+1]`` with ``j, k = i / 10, i % 10``."""
     index = TID + 32 * z3.Extract(31, 0, ITER)

@@ -15,6 +15,7 @@ import z3
 
 from ptxasw import ir
 from ptxasw.analysis.inline import inline_calls
+from ptxasw.emulator.symbolic import executor
 from ptxasw.emulator.symbolic.executor import Access, Budget, KernelAnalysis, analyze_kernel
 from ptxasw.parser import parse_file
 from ptxasw.parser.frontend import parse_ptx
@@ -401,11 +402,16 @@ DONE:
 """
 
 
-def test_branch_decided_by_ranges_needs_no_solver_call() -> None:
+@pytest.mark.parametrize("if_convert", [False, True])
+def test_branch_decided_by_ranges_needs_no_solver_call(
+    monkeypatch: pytest.MonkeyPatch, if_convert: bool
+) -> None:
     """``%tid.x < 2000`` always holds (``%tid.x < %ntid.x <= 1024``), and the
     store to ``[p+4]`` is disjoint from ``[p+8]`` by constant offsets: the
     cheap paths decide both, so the count of real solver calls is small and
-    fixed."""
+    fixed. If-converted, the store under ``%tid.x >= 2000`` is guarded by a
+    condition the ranges refute: it is dropped as the branch was pruned."""
+    monkeypatch.setattr(executor, "IF_CONVERT", if_convert)
     result = analyze(BRANCHY)
     assert result.complete
     s = result.stats

@@ -549,12 +549,14 @@ $DONE:
 """
 
 
-def test_runtime_calls_through_one_return_slot_give_their_own_values() -> None:
+def test_runtime_calls_through_one_return_slot_give_their_own_values(monkeypatch: pytest.MonkeyPatch) -> None:
     """GCC reads ``omp_get_num_teams()`` and ``omp_get_team_num()`` through
     ``.param %value_in`` slots of one name: each call's result is a value of
     its own (they were one, so ``team >= teams`` always held and the store
     was never reached), in the OpenMP ranges (teams >= 1), and a team
-    number is below the team count: the ``team >= teams`` side is pruned."""
+    number is below the team count: the ``team >= teams`` side is pruned
+    (kept a branch here: if-converted, the store would run guarded)."""
+    monkeypatch.setattr(executor, "IF_CONVERT", False)
     result = analyze(OMP_QUERIES, "teams")
     assert len(result.flows) == 1 and result.stats.pruned == 1
     stores = [a for flow in result.flows for a in flow.trace if a.kind == "st"]

@@ -49,10 +49,12 @@ around it convertible.
 
 What converts: register arithmetic, comparison, logic, conversion and moves
 (no carry flag), plain ``ld``/``st`` of ``.local``, plain ``ld`` of
-``.global``/``.const`` (no ``.volatile``, no memory order; not with
-``global_loads=False``, which the shuffle synthesis asks for: it places
-shuffles where loads were); never a global store, an atomic, a collective,
-a call or a return. Fresh predicates are
+``.global``/``.const`` and plain ``ld``/``st`` of ``.global`` or generic
+addresses (no ``.volatile``, no memory order; the last three not with
+``visible_memory=False``, which the shuffle synthesis asks for: it places
+shuffles where loads were and counts the stores between two loads per
+flow); never a shared-memory store, an atomic, a collective, a call or a
+return. Fresh predicates are
 named by `FunctionBuilder`. The input is not modified; `Converted.origin`
 maps each guarded copy to the instruction it was made from, so traces and
 passes still name the module's instructions.
@@ -103,13 +105,13 @@ class Converted:
     regions: int = 0
 
 
-def if_convert(fn: ir.Function, *, global_loads: bool = True) -> Converted:
+def if_convert(fn: ir.Function, *, visible_memory: bool = True) -> Converted:
     """``fn`` with its convertible branch regions guarded (see the module
-    docstring); without ``global_loads``, regions that load from global or
-    constant memory stay branches."""
+    docstring); without ``visible_memory``, regions that read or write
+    memory other threads may see (global, constant, generic) stay branches."""
     if fn.body is None:
         return Converted(fn)
-    converter = _Converter(_label_references(fn.body.body), fn, global_loads)
+    converter = _Converter(_label_references(fn.body.body), fn, visible_memory)
     body = converter.statements(fn.body.body)
     for _ in range(MAX_NESTING - 1):  # a converted region may make the one around it convertible
         before = converter.regions
@@ -158,10 +160,10 @@ def _names_in(decl: ir.VarDecl) -> list[str]:
 
 
 class _Converter:
-    def __init__(self, refs: Counter[str], fn: ir.Function, global_loads: bool = True) -> None:
+    def __init__(self, refs: Counter[str], fn: ir.Function, visible_memory: bool = True) -> None:
         self.refs = refs
         self.fn = fn
-        self.global_loads = global_loads
+        self.visible_memory = visible_memory
         self.origin: dict[int, ir.Instruction] = {}
         self.regions = 0
         self.dropped: set[int] = set()  # ids of out-of-line arms now guarded where they branched from
@@ -230,6 +232,10 @@ class _Converter:
         region = self._region_blocks(layout, entry, join, i)
         if join_label is None or region is None:
             return None
+        if _returns_at(layout.stmts, join) and any(
+            _stores_visibly(layout.stmts[layout.blocks[b].start : layout.blocks[b].end]) for b in region
+        ):
+            return None  # a bounds check around a store (see `_returns_at`)
         order = _topological(layout, region, entry)
         if order is None:
             return None  # a loop
@@ -287,14 +293,14 @@ class _Converter:
         count = 0
         for stmt in stmts[block.start : block.end]:
             if isinstance(stmt, ir.Block):
-                if not _convertible_block(stmt, None, self.global_loads):
+                if not _convertible_block(stmt, None, self.visible_memory):
                     return MAX_REGION + 1
                 count += _count(stmt.body)
             elif isinstance(stmt, ir.Instruction):
                 ok = (
                     _plain_guard(stmt)
                     if stmt is block.branch
-                    else _convertible(stmt, None, self.global_loads)
+                    else _convertible(stmt, None, self.visible_memory)
                 )
                 if not ok:
                     return MAX_REGION + 1
@@ -316,7 +322,7 @@ class _Converter:
             if isinstance(stmt, ir.Block):
                 return None
             if isinstance(stmt, ir.Instruction) and not (
-                _convertible(stmt, predicate, self.global_loads) or _is_early_exit(stmt, predicate, target)
+                _convertible(stmt, predicate, self.visible_memory) or _is_early_exit(stmt, predicate, target)
             ):
                 return None
             j += 1
@@ -334,6 +340,8 @@ class _Converter:
             second, arm = found
         if _count(first) + _count(second) > MAX_REGION:
             return None
+        if _returns_at(stmts, j) and _stores_visibly([*first, *second]):
+            return None  # a bounds check around a store (see `_returns_at`)
         if not any(_is_early_exit(s, predicate, target) for s in first) and not second:
             return None  # a plain triangle: `_acyclic_region`'s
         try:
@@ -388,9 +396,9 @@ class _Converter:
                 continue
             if isinstance(stmt, ir.Label) or _is_plain_branch(stmt):
                 break
-            if isinstance(stmt, ir.Block) and not _convertible_block(stmt, predicate, self.global_loads):
+            if isinstance(stmt, ir.Block) and not _convertible_block(stmt, predicate, self.visible_memory):
                 return None, j
-            if isinstance(stmt, ir.Instruction) and not _convertible(stmt, predicate, self.global_loads):
+            if isinstance(stmt, ir.Instruction) and not _convertible(stmt, predicate, self.visible_memory):
                 return None, j
             j += 1
         region = list(stmts[start:j])
@@ -575,6 +583,39 @@ class _Layout:
         return _Block(start, end, label, [following], None, following, None, False)
 
 
+def _returns_at(stmts: Sequence[object], start: int) -> bool:
+    """Whether the first instruction at or after ``start`` is an unguarded
+    ``ret``/``exit``: a region joining there ends the thread's work.
+
+    Such a region with a store to global memory (a kernel's ``if (i < n)
+    {...; out[i] = ...}``) stays a branch: forking it costs one empty flow,
+    and its trace keeps a plain path condition, where the guarded form
+    would print every address and value under the bounds check's ``If``.
+    Where more code follows the join, each fork doubles the work after it,
+    and the region converts."""
+    for stmt in stmts[start:]:
+        if isinstance(stmt, ir.Instruction):
+            return isa.is_return(stmt) and stmt.guard is None
+        if isinstance(stmt, ir.Block):
+            return False
+    return False
+
+
+def _stores_visibly(stmts: Sequence[object]) -> bool:
+    """Whether ``stmts`` (nested blocks included) store to global memory or
+    at a generic address."""
+    for stmt in stmts:
+        if isinstance(stmt, ir.Block) and _stores_visibly(stmt.body):
+            return True
+        if (
+            isinstance(stmt, ir.Instruction)
+            and stmt.opcode == "st"
+            and isa.state_space(stmt) in (".global", "generic")
+        ):
+            return True
+    return False
+
+
 def _ends_block(stmt: object) -> bool:
     return isinstance(stmt, ir.Instruction) and (stmt.opcode == "bra" or isa.is_return(stmt))
 
@@ -630,19 +671,19 @@ def _count(region: Sequence[object]) -> int:
     return sum(_count(s.body) if isinstance(s, ir.Block) else isinstance(s, ir.Instruction) for s in region)
 
 
-def _convertible_block(block: ir.Block, predicate: ir.Register | None, global_loads: bool) -> bool:
+def _convertible_block(block: ir.Block, predicate: ir.Register | None, visible_memory: bool) -> bool:
     """A nested scope of register declarations and convertible instructions:
     nvcc wraps each 64-bit split or join (``mov.b64 {%temp, %r}, %fd``) in one,
     declaring its ``%temp`` there."""
     for stmt in block.body:
         if isinstance(stmt, ir.Block):
-            if not _convertible_block(stmt, predicate, global_loads):
+            if not _convertible_block(stmt, predicate, visible_memory):
                 return False
         elif isinstance(stmt, ir.VarDecl):
             if stmt.space != ".reg":
                 return False
         elif isinstance(stmt, ir.Instruction):
-            if not _convertible(stmt, predicate, global_loads):
+            if not _convertible(stmt, predicate, visible_memory):
                 return False
         elif isinstance(stmt, ir.Label):
             return False
@@ -673,7 +714,7 @@ def _is_plain_branch(stmt: object) -> bool:
     )
 
 
-def _convertible(inst: ir.Instruction, predicate: ir.Register | None, global_loads: bool = True) -> bool:
+def _convertible(inst: ir.Instruction, predicate: ir.Register | None, visible_memory: bool = True) -> bool:
     """Register computation (or a thread-private access) that cannot trap or
     touch other lanes, and leaves the branch ``predicate`` (if given) alone."""
     if isa.is_branch(inst) or isa.is_call(inst) or isa.is_return(inst) or not _plain_guard(inst):
@@ -681,7 +722,7 @@ def _convertible(inst: ir.Instruction, predicate: ir.Register | None, global_loa
     if isa.writes_carry(inst) or isa.reads_carry(inst):
         return False
     if isa.memory_effect(inst) != isa.MemoryEffect.NONE:
-        if not _guardable_access(inst, global_loads):
+        if not _guardable_access(inst, visible_memory):
             return False
     elif isa.instruction_family(inst) not in _PURE and inst.opcode not in _PURE_DATA:
         return False
@@ -693,15 +734,22 @@ def _plain_guard(inst: ir.Instruction) -> bool:
     return inst.guard is None or not isa.is_special_register(inst.guard.predicate.name)
 
 
-def _guardable_access(inst: ir.Instruction, global_loads: bool) -> bool:
-    """A plain ``ld.local``/``st.local``, or a plain load from global or
-    constant memory. Local memory is the thread's own, so a guarded store
-    changes nothing another thread sees (it keeps the old bytes where its
-    guard is false); a guarded load reads what the branch's load read, where
-    it ran. Math-library slow paths (tables in global memory, digits in
-    local arrays) and sorts in local arrays are full of them. Global stores
-    stay branches: other threads see them, and the synthesis asks which
-    stores lie between two loads."""
+def _guardable_access(inst: ir.Instruction, visible_memory: bool) -> bool:
+    """A plain ``ld``/``st`` of local memory; with ``visible_memory`` also a
+    plain load from global or constant memory and a plain load or store
+    of global memory or at a generic address.
+
+    A guarded access is the access its branch made, where it ran: a store
+    whose guard is false keeps the old bytes, a load whose guard is false
+    leaves its register as it was, and the executor keeps the guard on the
+    access (a later load of the place reads ``If(guard, stored, older)``).
+    Math-library slow paths (tables in global memory, digits in local
+    arrays), sorts in local arrays and the remainder chains of unrolled
+    loops over a buffer (one fork per chain step otherwise: a loop
+    unrolled by 8 over a ``malloc``'d buffer gave 66 flows and 2,550
+    solver questions, 9.5 s; converted: 16 flows, 1.2 s) are full of them.
+    Shared-memory stores stay branches, as before: no input measured here
+    needed them converted."""
     effect = isa.memory_effect(inst)
     if effect & (isa.MemoryEffect.ATOMIC | isa.MemoryEffect.ASYNC):
         return False
@@ -709,6 +757,6 @@ def _guardable_access(inst: ir.Instruction, global_loads: bool) -> bool:
         return False
     space = isa.state_space(inst)
     if inst.opcode == "st":
-        return space == ".local"
-    shared = (".global", ".const") if global_loads else ()
-    return inst.opcode == "ld" and space in (".local", *shared)
+        return space == ".local" or (visible_memory and space in (".global", "generic"))
+    visible = (".global", ".const", "generic") if visible_memory else ()
+    return inst.opcode == "ld" and space in (".local", *visible)

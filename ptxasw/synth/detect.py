@@ -166,7 +166,7 @@ class _Detector:
         # Loads stay where they are (no if-conversion of regions with global
         # loads): dominance below is read off the analysed code's CFG, and the
         # proof pairs this analysis's flows with the rewrite's.
-        self.executor = SymbolicExecutor(module, fn, budget, merge=False, guard_global_loads=False)
+        self.executor = SymbolicExecutor(module, fn, budget, merge=False, guard_visible_memory=False)
         self.analysis = self.executor.run()
         self.cfg: CFG = self.executor.cfg
         self.widths = register_widths(fn)

@@ -75,7 +75,7 @@ def prove_sites(
         return fail_all(f"not proved: analysis of the original incomplete ({original.reason})")
     watch = {id(s.last): (s.dst, s.source) for s in sites}
     rewritten = SymbolicExecutor(
-        module, fn, budget, merge=False, watch=watch, stand_ins=True, guard_global_loads=False
+        module, fn, budget, merge=False, watch=watch, stand_ins=True, guard_visible_memory=False
     ).run()
     if not rewritten.complete:
         return ProofResult(

@@ -96,6 +96,7 @@ from ptxasw.emulator.semantics.collectives import (
     bar_reduce,
     warp_collective,
 )
+from ptxasw.emulator.symbolic import raw
 from ptxasw.emulator.symbolic.affine import disjoint_by_stride, equal_condition, overlap_condition
 from ptxasw.emulator.symbolic.domain import SymbolicDomain, as_bool, bv_width, const_value, remember, simplify
 from ptxasw.emulator.symbolic.independence import Symbols, connected, free_literal
@@ -582,6 +583,11 @@ class _Incremental:
             self.solver.pop()
 
 
+def _raw_numeral(ctx: Any, ast: Any) -> bool:
+    """Whether the raw AST ``ast`` is a numeral (`z3.is_bv_value` of a term)."""
+    return bool(raw.ast_kind(ctx, ast) == z3.Z3_NUMERAL_AST)
+
+
 def _is_load(e: z3.ExprRef) -> bool:
     """Whether ``e`` is a memory read (an application of a ``load_*`` function)."""
     return (
@@ -704,27 +710,31 @@ class _Solver:
             return hit[1]
         pairs: list[tuple[z3.ExprRef, z3.ExprRef]] = []
         seen: set[int] = set()
-        stack = [f]
-        while stack:
+        ctx = f.ctx.ref()
+        stack = [f.as_ast()]
+        while stack:  # on the raw AST (`raw`): wrappers only for the terms replaced
             node = stack.pop()
-            nid = node.get_id()
-            if nid in seen or not z3.is_app(node):
+            nid = raw.ast_id(ctx, node)
+            if nid in seen or raw.ast_kind(ctx, node) != z3.Z3_APP_AST:
                 continue
             seen.add(nid)
-            kind = node.decl().kind()
-            nonlinear = False
+            count = raw.num_args(ctx, node)
+            kind = raw.decl_kind(ctx, raw.app_decl(ctx, node))
             if kind == z3.Z3_OP_BMUL:
-                nonlinear = sum(1 for c in node.children() if not z3.is_bv_value(c)) >= 2
-            elif kind in _NONLINEAR:
-                nonlinear = not z3.is_bv_value(node.arg(1))
+                nonlinear = (
+                    sum(1 for i in range(count) if not _raw_numeral(ctx, raw.app_arg(ctx, node, i))) >= 2
+                )
+            else:
+                nonlinear = kind in _NONLINEAR and not _raw_numeral(ctx, raw.app_arg(ctx, node, 1))
             if nonlinear:
                 var = self._abs_vars.get(nid)
                 if var is None:
-                    var = (node, z3.BitVec(f"nl!{len(self._abs_vars)}", node.size()))
+                    term = z3.z3._to_expr_ref(node, f.ctx)
+                    var = (term, z3.BitVec(f"nl!{len(self._abs_vars)}", term.size()))
                     self._abs_vars[nid] = var
-                pairs.append((node, var[1]))
+                pairs.append(var)
                 continue
-            stack.extend(node.children())
+            stack.extend(raw.app_arg(ctx, node, i) for i in range(count))
         out = z3.substitute(f, *pairs) if pairs else f
         self._abs_cache[key] = (f, out)
         self._abs_nodes[key] = [node for node, _ in pairs]
@@ -855,6 +865,12 @@ class _Solver:
             raise _BudgetExceeded(f"time budget of {self.budget_s:g} s exceeded")
         return max(1, min(5 * self.timeout_ms, int(remaining * 1000)))
 
+    def decided(self, formula: z3.BoolRef) -> bool | None:
+        """What the ranges of ``formula``'s terms alone make of it
+        (`intervals.decide`): always true, always false, or None."""
+        self._ranged.append(formula)
+        return decide(formula, self._ranges)
+
     def check(self, pc: Sequence[z3.BoolRef], extra: Sequence[z3.BoolRef]) -> bool | None:
         """Is ``pc ∧ extra`` (with the axioms) satisfiable? None: unknown.
 
@@ -874,8 +890,7 @@ class _Solver:
         ``extra`` that the solver steps ask instead: the same models, a
         cheaper proof (`affine.overlap_condition`). The interval pass reads
         ``extra``, whose comparisons it understands."""
-        decided = [decide(c, self._ranges) for c in extra]
-        self._ranged.extend(extra)
+        decided = [self.decided(c) for c in extra]
         if False in decided:
             self.stats.cheap_answers += 1
             return False
@@ -1028,7 +1043,7 @@ class SymbolicExecutor:
         merge: bool = True,
         watch: dict[int, tuple[ir.Register, ...]] | None = None,
         stand_ins: bool = False,
-        guard_global_loads: bool = True,
+        guard_visible_memory: bool = True,
     ) -> None:
         """``strict``: an instruction the semantics cannot model raises
         `UnsupportedInstruction` (with its ``file:line:col``) instead of
@@ -1045,7 +1060,7 @@ class SymbolicExecutor:
         ``stand_in``), so that later terms are built over a symbol a proof
         can put the original value for, rather than over the rewritten code's
         term, which the simplifier may have reshaped around.
-        ``guard_global_loads``: if-conversion may take regions with global
+        ``guard_visible_memory``: if-conversion may take regions with global
         loads (`ifconvert`). The synthesis turns it off: it places shuffles
         where loads were, and its proof pairs the original's flows with
         the rewrite's, whose shuffles stay branches."""
@@ -1068,7 +1083,7 @@ class SymbolicExecutor:
         # guarded on one flow (`ifconvert`): k branches in a row no longer
         # make 2^k flows.
         converted = (
-            if_convert(inlined.function, global_loads=guard_global_loads)
+            if_convert(inlined.function, visible_memory=guard_visible_memory)
             if IF_CONVERT
             else Converted(inlined.function)
         )
@@ -1384,10 +1399,20 @@ class SymbolicExecutor:
         return self.state
 
     def _guard(self, cond: BV | None) -> z3.BoolRef | None:
+        """A memory access's guard: None when it always holds, ``False``
+        when it never does (by the ranges of its terms: an access
+        if-converted under a bounds check the ranges decide, which a
+        branch would have pruned), else the condition."""
         if cond is None:
             return None
         g = simplify(as_bool(cond))
-        return None if z3.is_true(g) else g
+        if z3.is_true(g) or z3.is_false(g):
+            return None if z3.is_true(g) else g
+        decided = self.solver.decided(g)
+        if decided is None:
+            return g
+        self.stats.cheap_answers += 1
+        return None if decided else z3.BoolVal(False, g.ctx)
 
     def _special(self, reg: ir.Register) -> BV:
         text = _reg_text(reg)

@@ -31,6 +31,8 @@ from collections.abc import Callable, Sequence
 
 import z3
 
+from ptxasw.emulator.symbolic import raw
+
 __all__ = ["Symbols", "connected", "free_literal"]
 
 
@@ -105,23 +107,30 @@ class Symbols:
 
     def _applications(self, f: z3.ExprRef) -> dict[str, frozenset[int]]:
         """Uninterpreted function name -> ids of its applications in ``f``,
-        memoised per formula (kept alive with it)."""
+        memoised per formula (kept alive with it). Walks the raw AST
+        (`raw`): a query's terms are shared DAGs of hundreds of nodes, and
+        z3py's wrapper objects for each cost more than the walk."""
         hit = self._apps.get(f.get_id())
         if hit is not None:
             return hit[1]
+        ctx = f.ctx.ref()
         found: dict[str, set[int]] = {}
         seen: set[int] = set()
-        stack = [f]
+        stack = [f.as_ast()]
         while stack:
             node = stack.pop()
-            key = node.get_id()
-            if key in seen or not z3.is_app(node):
+            key = raw.ast_id(ctx, node)
+            if key in seen or raw.ast_kind(ctx, node) != z3.Z3_APP_AST:
                 continue
             seen.add(key)
-            decl = node.decl()
-            if decl.kind() == z3.Z3_OP_UNINTERPRETED and node.num_args():
-                found.setdefault(decl.name(), set()).add(key)
-            stack.extend(node.children())
+            count = raw.num_args(ctx, node)
+            if not count:
+                continue
+            decl = raw.app_decl(ctx, node)
+            if raw.decl_kind(ctx, decl) == z3.Z3_OP_UNINTERPRETED:
+                name = raw.symbol_string(ctx, raw.decl_name(ctx, decl))
+                found.setdefault(name, set()).add(key)
+            stack.extend(raw.app_arg(ctx, node, i) for i in range(count))
         out = {name: frozenset(ids) for name, ids in found.items()}
         self._apps[f.get_id()] = (f, out)
         return out

@@ -90,10 +90,13 @@ def _interval(e: z3.ExprRef, memo: dict[int, tuple[int, int]]) -> tuple[int, int
         sign = 1 << (args[0].size() - 1)
         return (lo, hi) if hi < sign else full
     if kind == z3.Z3_OP_EXTRACT:
-        _high, low = e.params()
+        high, low = e.params()
         lo, hi = interval(args[0], memo)
-        if low == 0 and hi <= top:
-            return lo, hi
+        if hi >> (high + 1) == 0:
+            # No bit above the slice is ever set: the slice is ``x >> low``,
+            # which keeps the order (``Extract(31, 11, %tid.x)`` is 0, as the
+            # rewriter writes ``%tid.x < 2048``).
+            return lo >> low, hi >> low
         return full
     if kind == z3.Z3_OP_CONCAT and len(args) == 2 and _is_zero(args[0]):
         return interval(args[1], memo)  # a zero extension, as the rewriter writes it
