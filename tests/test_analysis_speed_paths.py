@@ -219,3 +219,80 @@ def test_interval_memo_keys_stay_alive() -> None:
         d = z3.simplify(40 * z3.ZeroExt(32, n + k) - 40 * z3.ZeroExt(32, n))
         solver.check_rewritten([], [z3.ULT(d + 7, 15)], [overlap_condition(d, 8, 8)])
     assert set(solver._ranges) <= _subterm_ids(solver._ranged)
+
+
+# --------------------------------------------------------------------------
+# Register arithmetic a sibling flow already ran on the same inputs
+
+FORKED_MATH = """
+.version 8.0
+.target sm_80
+.address_size 64
+
+.visible .entry k(.param .u64 in, .param .u64 out, .param .u32 n)
+{
+    .reg .pred %p<4>;
+    .reg .b32 %r<16>;
+    .reg .b64 %rd<8>;
+    .reg .v2 .b32 %v<2>;
+    ld.param.u64 %rd1, [in];
+    ld.param.u64 %rd2, [out];
+    ld.param.u32 %r1, [n];
+    mov.u32 %r2, %tid.x;
+    mul.wide.u32 %rd3, %r2, 4;
+    add.s64 %rd4, %rd1, %rd3;
+    ld.global.u32 %r3, [%rd4];
+    setp.lt.u32 %p1, %r3, %r1;
+    @%p1 bra $SMALL;
+    st.global.u32 [%rd2], %r3;
+    bra $JOIN;
+$SMALL:
+    st.global.u32 [%rd2+4], %r1;
+$JOIN:
+    mul.lo.u32 %r4, %r3, %r3;
+    add.u32 %r5, %r4, %r1;
+    setp.gt.u32 %p2, %r5, 100;
+    @%p2 add.u32 %r5, %r5, 7;
+    mov.v2.b32 %v1, {%r4, %r5};
+    xor.b32 %r6, %r5, %r2;
+    add.s64 %rd5, %rd2, %rd3;
+    st.global.u32 [%rd5], %r6;
+    ret;
+}
+"""
+
+
+def _trace_text(result: executor.KernelAnalysis) -> list[str]:
+    return [
+        f"{f.condition} {[(a.kind, str(a.address), str(a.value), str(a.guard)) for a in f.trace]}"
+        for f in result.flows
+    ]
+
+
+def test_sibling_flows_reuse_register_arithmetic(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Both flows of the store branch run the code after the join on the same
+    terms: the second takes what the first computed (`_step`), and the
+    traces are the same as when every flow computes everything. A vector
+    register's write, which the semantics makes per element, is not taken."""
+    from ptxasw.parser.frontend import parse_ptx
+
+    module = parse_ptx(FORKED_MATH, "forked.ptx")
+    monkeypatch.setattr(executor, "IF_CONVERT", False)  # two flows, as the branch forks them
+    calls: list[str] = []
+    run = executor.SymbolicExecutor._execute
+
+    def counted(self: executor.SymbolicExecutor, inst) -> None:  # type: ignore[no-untyped-def]
+        calls.append(inst.opcode)
+        run(self, inst)
+
+    monkeypatch.setattr(executor.SymbolicExecutor, "_execute", counted)
+    reused = executor.analyze_kernel(module, "k")
+    shared_calls = list(calls)
+    calls.clear()
+    monkeypatch.setattr(executor.SymbolicExecutor, "_pure_registers", lambda self, inst: None)
+    every = executor.analyze_kernel(module, "k")
+    assert len(reused.flows) == len(every.flows) == 2
+    assert _trace_text(reused) == _trace_text(every)
+    for opcode in ("mul", "add", "setp", "xor"):
+        assert shared_calls.count(opcode) < calls.count(opcode), opcode
+    assert shared_calls.count("mov") == calls.count("mov")  # the vector write and %tid.x

@@ -583,6 +583,21 @@ class _Incremental:
             self.solver.pop()
 
 
+_EnvKey = tuple[str, Any]  # a register's name and selector, as `_State.env` is keyed
+_UNSEEN: Any = object()
+# Families whose instructions compute registers from registers (`_step`).
+_PURE_FAMILIES = frozenset(
+    {
+        isa.Family.INTEGER,
+        isa.Family.FLOAT,
+        isa.Family.HALF,
+        isa.Family.COMPARISON,
+        isa.Family.LOGIC,
+        isa.Family.CONVERSION,
+    }
+)
+
+
 def _raw_numeral(ctx: Any, ast: Any) -> bool:
     """Whether the raw AST ``ast`` is a numeral (`z3.is_bv_value` of a term)."""
     return bool(raw.ast_kind(ctx, ast) == z3.Z3_NUMERAL_AST)
@@ -1125,6 +1140,11 @@ class SymbolicExecutor:
         self.loop_infos: dict[int, _LoopInfo] = {}
         self.loop_by_header = {loop.header: loop for loop in self.cfg.loops}
         self.memo: dict[tuple[Any, ...], tuple[int, list[BV]]] = {}
+        # `_step`: (instruction, input ids) -> (the inputs, kept alive; what it wrote),
+        # and per instruction the env keys it reads and writes (None: not pure).
+        self._steps: dict[tuple[int, ...], tuple[list[BV], list[tuple[_EnvKey, BV]]]] = {}
+        self._pure: dict[int, tuple[list[_EnvKey], list[_EnvKey]] | None] = {}
+        self._written: list[_EnvKey] | None = None  # the keys `write` sets, while `_step` records
         self.counter = 0
         self.loop_entries = 0
         self.partial: str | None = None
@@ -1190,7 +1210,10 @@ class SymbolicExecutor:
     def write(self, reg: ir.Register, value: BV) -> None:
         if is_special_register(reg.name):
             return  # read-only; ptxas would refuse the PTX
-        self._st().env[(reg.name, reg.selector)] = value
+        key = (reg.name, reg.selector)
+        self._st().env[key] = value
+        if self._written is not None:
+            self._written.append(key)
 
     def symbol_address(self, name: str, width: int) -> BV:
         if name == "WARP_SZ":
@@ -1884,7 +1907,7 @@ class SymbolicExecutor:
                 if inst.opcode == "call":
                     self._call(st, inst)
                 else:
-                    self._execute(inst)
+                    self._step(st, inst)
                 if self.watch:
                     self._observe(st, inst)
             if term is None:
@@ -1900,6 +1923,63 @@ class SymbolicExecutor:
             self._goto(st, nxt)
             if st.flow.end != "running":
                 return
+
+    def _step(self, st: _State, inst: ir.Instruction) -> None:
+        """`_execute`, or, for register arithmetic run before on the same
+        input terms (by another flow: flows forked at a branch mostly run
+        code that does not depend on it), what it wrote then. Z3 builds the
+        same terms for the same inputs; rebuilding and simplifying them was
+        most of the work of kernels of many flows (a math library's slow
+        paths: 198 flows of ~320 instructions)."""
+        registers = self._pure.get(id(inst), _UNSEEN)
+        if registers is _UNSEEN:
+            registers = self._pure[id(inst)] = self._pure_registers(inst)
+        if registers is None:
+            self._execute(inst)
+            return
+        reads, writes = registers
+        inputs = [st.env.get(key) for key in reads]
+        if any(value is None for value in inputs):
+            self._execute(inst)  # an undefined read: named per flow (`read`)
+            return
+        key = (id(inst), *(value.get_id() for value in inputs))  # type: ignore[union-attr]
+        hit = self._steps.get(key)
+        if hit is None:
+            self._written = []
+            try:
+                self._execute(inst)
+                written = self._written
+            finally:
+                self._written = None
+            if set(written) == set(writes):  # else it wrote where the table does not say (a vector register)
+                self._steps[key] = (inputs, [(k, st.env[k]) for k in writes])  # type: ignore[misc]
+            return
+        for k, value in hit[1]:
+            st.env[k] = value
+
+    def _pure_registers(self, inst: ir.Instruction) -> tuple[list[_EnvKey], list[_EnvKey]] | None:
+        """The env keys ``inst`` reads and writes when its result is a
+        function of those registers alone (no memory, special register,
+        carry flag, symbol or watch); else None. A guarded instruction also
+        reads what it writes (the old value stays where the guard is false)."""
+        if isa.memory_effect(inst) != isa.MemoryEffect.NONE:
+            return None
+        if isa.writes_carry(inst) or isa.reads_carry(inst):
+            return None
+        if isa.instruction_family(inst) not in _PURE_FAMILIES and inst.opcode not in ("mov", "prmt", "selp"):
+            return None
+        if any(isinstance(op, ir.Symbol) for op in inst.operands):
+            return None
+        if id(self.origin.get(id(inst), inst)) in self.watch:
+            return None
+        uses, defs = isa.uses(inst), isa.defs(inst)
+        if not defs or any(is_special_register(reg.name) for reg in uses):
+            return None
+        reads = [(reg.name, reg.selector) for reg in uses]
+        writes = [(reg.name, reg.selector) for reg in defs]
+        if inst.guard is not None:
+            reads += writes
+        return reads, writes
 
     def _execute(self, inst: ir.Instruction) -> None:
         """One non-control-flow instruction, through the shared semantics."""
