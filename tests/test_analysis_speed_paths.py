@@ -218,7 +218,29 @@ def test_interval_memo_keys_stay_alive() -> None:
         assert solver.check([], [z3.ULT(tid + k, 5000)]) is True
         d = z3.simplify(40 * z3.ZeroExt(32, n + k) - 40 * z3.ZeroExt(32, n))
         solver.check_rewritten([], [z3.ULT(d + 7, 15)], [overlap_condition(d, 8, 8)])
-    assert set(solver._ranges) <= _subterm_ids(solver._ranged)
+    kept = [formula for formula, _ in solver._decisions.values()]
+    assert set(solver._ranges) <= _subterm_ids(kept)
+    assert set(solver._decisions) <= _subterm_ids(kept)
+
+
+def test_guards_decided_once_per_formula() -> None:
+    """If-converted guards are And/Or trees that share subformulas from one
+    access to the next: each subformula is decided once (`decided` keeps
+    the answers), and the answers are those of a fresh `decide`."""
+    from ptxasw.emulator.symbolic.intervals import decide
+
+    stats = executor.Stats()
+    solver = executor._Solver(200, stats, deadline=time.perf_counter() + 60.0, budget_s=60.0)
+    tid = z3.BitVec("%tid.x", 32)
+    n = z3.BitVec("param_n", 32)
+    chain: z3.BoolRef = z3.ULT(tid, n)
+    answers = []
+    for k in range(30):
+        chain = z3.And(chain, z3.Or(z3.ULT(tid, n + k), z3.UGE(tid, 2000 + k)))
+        answers.append((solver.decided(chain), decide(chain)))
+    assert all(ours == fresh for ours, fresh in answers)
+    assert solver.decided(z3.And(chain, z3.UGE(tid, 5000))) is False
+    assert len(solver._decisions) < 4 * 32  # each level's new subformulas only
 
 
 # --------------------------------------------------------------------------

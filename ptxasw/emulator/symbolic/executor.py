@@ -694,11 +694,12 @@ class _Solver:
         self._abs_vars: dict[int, tuple[z3.ExprRef, z3.ExprRef]] = {}
         self._abs_cache: dict[int, tuple[z3.ExprRef, z3.ExprRef]] = {}
         self._abs_nodes: dict[int, list[z3.ExprRef]] = {}  # formula id -> the terms replaced in it
-        # Interval memo by term id; every formula it was filled from is kept
-        # in `_ranged`, so no id in it can be reused by a later term (an
-        # early answer or a restated query is not kept anywhere else).
+        # Interval memo by term id, and `decided`'s answers by formula id;
+        # every formula decided is kept with its answer, so no id in either
+        # can be reused by a later term (an early answer or a restated query
+        # is not kept anywhere else).
         self._ranges: dict[int, tuple[int, int]] = {}
-        self._ranged: list[z3.BoolRef] = []
+        self._decisions: dict[int, tuple[z3.BoolRef, bool | None]] = {}
         self.bare = z3.Solver()  # for queries without their context
         self.bare.set("random_seed", 0)
         self.index_symbols: set[str] = set()  # see `typical_index`
@@ -883,8 +884,7 @@ class _Solver:
     def decided(self, formula: z3.BoolRef) -> bool | None:
         """What the ranges of ``formula``'s terms alone make of it
         (`intervals.decide`): always true, always false, or None."""
-        self._ranged.append(formula)
-        return decide(formula, self._ranges)
+        return decide(formula, self._ranges, self._decisions)
 
     def check(self, pc: Sequence[z3.BoolRef], extra: Sequence[z3.BoolRef]) -> bool | None:
         """Is ``pc ∧ extra`` (with the axioms) satisfiable? None: unknown.

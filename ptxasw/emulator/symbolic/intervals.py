@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import z3
 
+from ptxasw.emulator.symbolic import raw
+
 __all__ = ["SPECIAL_BOUNDS", "decide", "interval", "normalize_extensions"]
 
 # Inclusive upper bounds of special registers (their ISA ranges) and of the
@@ -115,18 +117,48 @@ def _interval(e: z3.ExprRef, memo: dict[int, tuple[int, int]]) -> tuple[int, int
     return full
 
 
-def decide(cond: z3.BoolRef, memo: dict[int, tuple[int, int]] | None = None) -> bool | None:
+def decide(
+    cond: z3.BoolRef,
+    memo: dict[int, tuple[int, int]] | None = None,
+    decisions: dict[int, tuple[z3.BoolRef, bool | None]] | None = None,
+) -> bool | None:
     """True or False when the intervals of ``cond``'s operands settle it for
-    every value of its symbols; None when they do not."""
+    every value of its symbols; None when they do not.
+
+    ``decisions``: answers by formula id, shared between calls, each kept
+    with a formula that holds it alive (the guards of if-converted code are
+    And/Or trees that share most of their subformulas from one access to
+    the next). The Boolean structure is walked on the raw AST (`raw`); only
+    the comparisons at its leaves are wrapped for `interval`."""
     memo = {} if memo is None else memo
-    if z3.is_not(cond):
-        inner = decide(cond.arg(0), memo)
-        return None if inner is None else not inner
-    if z3.is_and(cond) or z3.is_or(cond):
-        parts = [decide(c, memo) for c in cond.children()]
-        if z3.is_and(cond):
-            return False if False in parts else (True if all(p is True for p in parts) else None)
-        return True if True in parts else (False if all(p is False for p in parts) else None)
+    decisions = {} if decisions is None else decisions
+    ctx = cond.ctx.ref()
+
+    def walk(ast: object) -> bool | None:
+        key = raw.ast_id(ctx, ast)
+        hit = decisions.get(key)
+        if hit is not None:
+            return hit[1]
+        kind = raw.decl_kind(ctx, raw.app_decl(ctx, ast)) if raw.ast_kind(ctx, ast) == z3.Z3_APP_AST else None
+        result: bool | None
+        if kind == z3.Z3_OP_NOT:
+            inner = walk(raw.app_arg(ctx, ast, 0))
+            result = None if inner is None else not inner
+        elif kind in (z3.Z3_OP_AND, z3.Z3_OP_OR):
+            parts = [walk(raw.app_arg(ctx, ast, i)) for i in range(raw.num_args(ctx, ast))]
+            if kind == z3.Z3_OP_AND:
+                result = False if False in parts else (True if all(p is True for p in parts) else None)
+            else:
+                result = True if True in parts else (False if all(p is False for p in parts) else None)
+        else:
+            result = _decide_comparison(z3.z3._to_expr_ref(ast, cond.ctx), memo)
+        decisions[key] = (cond, result)
+        return result
+
+    return walk(cond.as_ast())
+
+
+def _decide_comparison(cond: z3.BoolRef, memo: dict[int, tuple[int, int]]) -> bool | None:
     if not z3.is_app(cond) or cond.num_args() != 2:
         return None
     a, b = cond.children()
