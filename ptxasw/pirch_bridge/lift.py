@@ -70,10 +70,10 @@ from llvmlite import ir as ll
 from ptxasw import ir
 from ptxasw.analysis.cfg import CFG, build_cfg
 from ptxasw.analysis.inline import inline_calls
-from ptxasw.emulator.concrete.variables import param_var, round_up, var_of, walk_decls
 from ptxasw.emulator.semantics.instructions import Semantics
 from ptxasw.errors import PtxError, UnsupportedError, UnsupportedInstruction
 from ptxasw.ir import isa
+from ptxasw.ir.layout import param_var, round_up, var_of, walk_decls
 from ptxasw.pirch_bridge.domain import Affine, LLVMDomain, Vec
 from ptxasw.pirch_bridge.lane_loops import loop_lanes, saving
 from ptxasw.pirch_bridge.machine import (

@@ -27,7 +27,7 @@ from typing import Protocol
 import numpy as np
 
 from ptxasw import ir
-from ptxasw.emulator.concrete.variables import encode_scalar
+from ptxasw.emulator.concrete.encoding import encode_scalar
 from ptxasw.errors import EmulationError, PtxError
 from ptxasw.pirch_bridge.jit import compile_ir
 from ptxasw.pirch_bridge.lift import TRAP_FLAG, LiftedKernel, choose_kernel, lift_kernel, register_pressure

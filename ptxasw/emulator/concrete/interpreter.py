@@ -106,6 +106,7 @@ from ptxasw.emulator.concrete.decode import (
     intern,
 )
 from ptxasw.emulator.concrete.domain import Bits, ConcreteDomain
+from ptxasw.emulator.concrete.encoding import encode_scalar
 from ptxasw.emulator.concrete.lanes import (
     FULL_MASK,
     LANE_IDS,
@@ -133,11 +134,11 @@ from ptxasw.emulator.concrete.memory import (
 )
 from ptxasw.emulator.concrete.printf import FORMAT_RE, PrintfRecord, format_printf, printf_arg_bytes
 from ptxasw.emulator.concrete.program import Program, global_name
-from ptxasw.emulator.concrete.variables import bits_of, encode_scalar, round_up
 from ptxasw.emulator.semantics.collectives import bar_reduce, warp_collective
 from ptxasw.emulator.semantics.instructions import Semantics
 from ptxasw.errors import EmulationError, PtxError, UnsupportedInstruction
 from ptxasw.ir import isa
+from ptxasw.ir.layout import bits_of, round_up
 
 __all__ = [
     "EmulationError",

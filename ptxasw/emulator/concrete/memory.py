@@ -41,6 +41,7 @@ import numpy as np
 
 from ptxasw import ir
 from ptxasw.errors import EmulationError
+from ptxasw.ir.layout import normalize_space
 
 __all__ = [
     "CONST_WINDOW",
@@ -92,13 +93,6 @@ def dtype_for(nbytes: int) -> np.dtype:
         return _DTYPES[nbytes]
     except KeyError:
         raise ValueError(f"unsupported access size {nbytes}") from None
-
-
-def normalize_space(space: str) -> str:
-    """``.shared::cta`` -> ``.shared``, ``.param::entry`` -> ``.param``; a
-    cluster of one CTA makes ``.shared::cluster`` the CTA's own shared memory."""
-    head, _, _ = space.partition("::")
-    return head
 
 
 def window_of(addresses: np.ndarray) -> np.ndarray:

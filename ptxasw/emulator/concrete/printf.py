@@ -15,7 +15,7 @@ import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ptxasw.emulator.concrete.variables import round_up
+from ptxasw.ir.layout import round_up
 
 
 @dataclass(slots=True)

@@ -18,6 +18,7 @@ import numpy as np
 
 from ptxasw import ir
 from ptxasw.emulator.concrete.decode import DecodedFunction, decode_function
+from ptxasw.emulator.concrete.encoding import encode_scalar
 from ptxasw.emulator.concrete.memory import (
     FUNC_WINDOW,
     GENERIC_BASE,
@@ -25,16 +26,9 @@ from ptxasw.emulator.concrete.memory import (
     GlobalMemory,
     normalize_space,
 )
-from ptxasw.emulator.concrete.variables import (
-    Variable,
-    elem_bytes,
-    encode_scalar,
-    round_up,
-    var_of,
-    walk_decls,
-)
 from ptxasw.emulator.semantics.instructions import Semantics
 from ptxasw.errors import PtxError
+from ptxasw.ir.layout import Variable, elem_bytes, round_up, var_of, walk_decls
 
 LOCAL_MODULE_BASE = 0  # module-scope .local variables sit at the bottom of each stack
 

@@ -47,15 +47,14 @@ them exactly.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable, Sequence
 from typing import Generic, TypeVar
-
-import numpy as np
 
 from ptxasw import ir
 from ptxasw.emulator.semantics import domain as dm
 from ptxasw.emulator.semantics.domain import Domain, FpOp
-from ptxasw.emulator.semantics.floats import FORMATS, encode_f64
+from ptxasw.emulator.semantics.formats import FORMATS
 from ptxasw.emulator.semantics.machine import Machine
 from ptxasw.ir import isa
 
@@ -141,10 +140,10 @@ def _float_literal(op: ir.FloatImm | ir.IntImm, typ: str | None, width: int) -> 
         raw = None
     elif op.kind == "f":
         raw = int(op.text[2:], 16) & 0xFFFF_FFFF
-        value = float(np.array([raw], dtype=np.uint32).view(np.float32)[0])
+        value = struct.unpack("<f", raw.to_bytes(4, "little"))[0]
     elif op.kind == "d":
         raw = int(op.text[2:], 16) & 0xFFFF_FFFF_FFFF_FFFF
-        value = float(np.array([raw], dtype=np.uint64).view(np.float64)[0])
+        value = struct.unpack("<d", raw.to_bytes(8, "little"))[0]
     else:
         raw = None
         value = float(op.text)
@@ -157,6 +156,12 @@ def _float_literal(op: ir.FloatImm | ir.IntImm, typ: str | None, width: int) -> 
         return raw & ((1 << width) - 1)
     if raw is not None and fmt.storage_bits == (32 if op.kind == "f" else 64):
         return raw  # keep NaN payloads of same-width patterns
+    # The rounding into another format is NumPy's (`floats`), loaded here: a
+    # symbolic run that meets no such literal never loads it.
+    import numpy as np
+
+    from ptxasw.emulator.semantics.floats import encode_f64
+
     return int(encode_f64(np.array([value]), fmt)[0])
 
 

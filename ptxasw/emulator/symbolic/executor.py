@@ -89,7 +89,6 @@ from ptxasw import ir
 from ptxasw.analysis.cfg import CFG, Loop, build_cfg, is_special_register
 from ptxasw.analysis.ifconvert import Converted, if_convert
 from ptxasw.analysis.inline import DEFAULT_MAX_DEPTH, call_site, inline_calls
-from ptxasw.emulator.concrete.variables import var_of
 from ptxasw.emulator.semantics.collectives import (
     atomic_supported,
     atomic_update,
@@ -104,6 +103,7 @@ from ptxasw.emulator.symbolic.intervals import decide, normalize_extensions
 from ptxasw.emulator.symbolic.lanes import LaneModel
 from ptxasw.errors import UnsupportedInstruction
 from ptxasw.ir import isa
+from ptxasw.ir.layout import var_of
 
 __all__ = [
     "RLIMIT_PER_MS",
