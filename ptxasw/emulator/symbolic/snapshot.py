@@ -71,6 +71,9 @@ class Snapshot:
         # neither its Python id nor its term's Z3 id can be reused.
         self._by_object: dict[int, Node] = {}
         self._roots: list[z3.ExprRef] = []
+        # Declaration id -> (name, integer parameters); a declaration lives
+        # as long as a term applying it, and the terms are kept in `_roots`.
+        self._decls: dict[int, tuple[str, tuple[int, ...]]] = {}
 
     def node(self, e: z3.ExprRef) -> Node:
         hit = self._by_object.get(id(e))
@@ -119,10 +122,17 @@ class Snapshot:
         kind = raw.decl_kind(ctx, decl)
         if ast_kind == _NUMERAL:
             return Node(key, kind, size, (), value=int(raw.numeral_string(ctx, ast)))
-        name = raw.symbol_string(ctx, raw.decl_name(ctx, decl))
-        params = tuple(
-            raw.int_param(ctx, decl, i)
-            for i in range(raw.num_params(ctx, decl))
-            if raw.param_kind(ctx, decl, i) == _INT_PARAMETER
-        )
-        return Node(key, kind, size, args, name=name, params=params)
+        decl_key = raw.ast_id(ctx, decl)
+        known = self._decls.get(decl_key)
+        if known is None:
+            # Name and integer parameters, once per declaration (a term's
+            # thousands of additions share one): the name is a string the
+            # checked wrapper converts, the costliest read of a node.
+            name = raw.symbol_string(ctx, raw.decl_name(ctx, decl))
+            params = tuple(
+                raw.int_param(ctx, decl, i)
+                for i in range(raw.num_params(ctx, decl))
+                if raw.param_kind(ctx, decl, i) == _INT_PARAMETER
+            )
+            known = self._decls[decl_key] = (name, params)
+        return Node(key, kind, size, args, name=known[0], params=known[1])
