@@ -53,8 +53,9 @@ What converts: register arithmetic, comparison, logic, conversion and moves
 addresses (no ``.volatile``, no memory order; the last three not with
 ``visible_memory=False``, which the shuffle synthesis asks for: it places
 shuffles where loads were and counts the stores between two loads per
-flow); never a shared-memory store, an atomic, a collective, a call or a
-return. Fresh predicates are
+flow; a region with such a store that joins at the kernel's ``ret`` stays
+a branch, see `_returns_at`); never a shared-memory store, an atomic, a
+collective, a call or a return. Fresh predicates are
 named by `FunctionBuilder`. The input is not modified; `Converted.origin`
 maps each guarded copy to the instruction it was made from, so traces and
 passes still name the module's instructions.

@@ -1075,10 +1075,11 @@ class SymbolicExecutor:
         ``stand_in``), so that later terms are built over a symbol a proof
         can put the original value for, rather than over the rewritten code's
         term, which the simplifier may have reshaped around.
-        ``guard_visible_memory``: if-conversion may take regions with global
-        loads (`ifconvert`). The synthesis turns it off: it places shuffles
-        where loads were, and its proof pairs the original's flows with
-        the rewrite's, whose shuffles stay branches."""
+        ``guard_visible_memory``: if-conversion may take regions with
+        global or generic loads and stores (`ifconvert`). The synthesis
+        turns it off: it places shuffles where loads were, and its proof
+        pairs the original's flows with the rewrite's, whose shuffles stay
+        branches."""
         from ptxasw.emulator.semantics.instructions import Semantics  # written alongside; imported late
 
         self.module = module
