@@ -307,6 +307,41 @@ def test_memory_other_threads_see_converts_for_the_trace_only(access: str) -> No
     assert regions == 0
 
 
+BOUNDS_CHECK = """
+.visible .entry k(.param .u64 in, .param .u64 out, .param .u32 n)
+{{
+    .reg .pred %p<4>;
+    .reg .b32 %r<8>;
+    .reg .b64 %rd<8>;
+    ld.param.u64 %rd1, [in];
+    ld.param.u64 %rd2, [out];
+    ld.param.u32 %r1, [n];
+    mov.u32 %r2, %tid.x;
+    setp.ge.u32 %p1, %r2, %r1;
+    @%p1 bra $DONE;
+    mul.wide.u32 %rd3, %r2, 4;
+    add.s64 %rd4, %rd1, %rd3;
+    ld.global.u32 %r3, [%rd4];
+    add.s64 %rd5, %rd2, %rd3;
+    st.global.u32 [%rd5], %r3;
+$DONE:
+{after}
+    ret;
+}}
+"""
+
+
+@pytest.mark.parametrize("after, converts", [("", False), ("    st.global.u32 [%rd2], %r2;", True)])
+def test_a_bounds_check_around_a_store_that_ends_the_kernel_stays_a_fork(after: str, converts: bool) -> None:
+    """``if (i < n) {...; out[i] = ...}`` at the end of a kernel keeps its
+    fork (one empty flow; the trace keeps a plain path condition); with
+    code after the join, the region converts (each fork would double it)."""
+    mod = parse_ptx(HEADER + BOUNDS_CHECK.format(after=after), "bounds.ptx")
+    assert if_convert(mod.function("k")).regions == int(converts)
+    flows = analyze_kernel(mod, "k").flows
+    assert len(flows) == (1 if converts else 2)
+
+
 def test_guarded_stores_give_what_the_branches_gave() -> None:
     """A store under a branch, then a load of the same place: guarded on one
     flow, the load reads ``If(guard, stored, older)``; every thread's memory
