@@ -81,17 +81,6 @@ __all__ = ["MAX_REGION", "Converted", "if_convert"]
 MAX_REGION = 1024
 MAX_NESTING = 8  # passes: regions nested this deep are converted from the inside out
 
-_PURE = frozenset(
-    {
-        isa.Family.INTEGER,
-        isa.Family.FLOAT,
-        isa.Family.HALF,
-        isa.Family.COMPARISON,
-        isa.Family.LOGIC,
-        isa.Family.CONVERSION,
-    }
-)
-_PURE_DATA = frozenset({"mov", "prmt"})
 _ORDERED = frozenset({".volatile", ".relaxed", ".acquire", ".release", ".mmio"})
 
 
@@ -605,16 +594,10 @@ def _returns_at(stmts: Sequence[object], start: int) -> bool:
 def _stores_visibly(stmts: Sequence[object]) -> bool:
     """Whether ``stmts`` (nested blocks included) store to global memory or
     at a generic address."""
-    for stmt in stmts:
-        if isinstance(stmt, ir.Block) and _stores_visibly(stmt.body):
-            return True
-        if (
-            isinstance(stmt, ir.Instruction)
-            and stmt.opcode == "st"
-            and isa.state_space(stmt) in (".global", "generic")
-        ):
-            return True
-    return False
+    return any(
+        inst.opcode == "st" and isa.state_space(inst) in (".global", "generic")
+        for inst in ir.iter_instructions(list(stmts))
+    )
 
 
 def _ends_block(stmt: object) -> bool:
@@ -725,7 +708,7 @@ def _convertible(inst: ir.Instruction, predicate: ir.Register | None, visible_me
     if isa.memory_effect(inst) != isa.MemoryEffect.NONE:
         if not _guardable_access(inst, visible_memory):
             return False
-    elif isa.instruction_family(inst) not in _PURE and inst.opcode not in _PURE_DATA:
+    elif not isa.computes_registers(inst):
         return False
     return predicate is None or all(reg != predicate for reg in isa.defs(inst))
 

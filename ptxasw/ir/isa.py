@@ -84,6 +84,7 @@ __all__ = [
     "allows_wide_registers",
     "branch_targets",
     "classify_modifier",
+    "computes_registers",
     "defs",
     "immediate_fits",
     "instruction_family",
@@ -1153,6 +1154,19 @@ def memory_effect(inst: Instruction) -> MemoryEffect:
     if effect and any(m in (".acquire", ".release", ".acq_rel", ".sc") for m in inst.modifiers):
         effect |= _M.FENCE
     return effect
+
+
+_REGISTER_FAMILIES = frozenset(
+    {Family.INTEGER, Family.FLOAT, Family.HALF, Family.COMPARISON, Family.LOGIC, Family.CONVERSION}
+)
+
+
+def computes_registers(inst: Instruction) -> bool:
+    """Whether ``inst`` is register arithmetic: integer, float, comparison,
+    logic or conversion, or a ``mov``/``prmt`` of data. Its memory effect,
+    carry flag and guard are the caller's to check (``mov`` of a symbol or
+    a special register is still a ``mov``)."""
+    return instruction_family(inst) in _REGISTER_FAMILIES or inst.opcode in ("mov", "prmt")
 
 
 def writes_carry(inst: Instruction) -> bool:

@@ -24,11 +24,10 @@ from typing import Protocol
 
 from ptxasw import ir
 from ptxasw.analysis.cfg import CFG, build_cfg
-from ptxasw.emulator.concrete.memory import normalize_space
 from ptxasw.emulator.semantics.instructions import Semantics
 from ptxasw.errors import EmulationError
 from ptxasw.ir import isa
-from ptxasw.ir.layout import bits_of, param_var, round_up, var_of, walk_decls
+from ptxasw.ir.layout import bits_of, normalize_space, param_var, round_up, var_of, walk_decls
 
 
 class SymbolTable(Protocol):

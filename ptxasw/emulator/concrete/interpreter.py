@@ -129,7 +129,6 @@ from ptxasw.emulator.concrete.memory import (
     LaneMemory,
     dtype_for,
     fault,
-    normalize_space,
     window_of,
 )
 from ptxasw.emulator.concrete.printf import FORMAT_RE, PrintfRecord, format_printf, printf_arg_bytes
@@ -138,7 +137,7 @@ from ptxasw.emulator.semantics.collectives import bar_reduce, warp_collective
 from ptxasw.emulator.semantics.instructions import Semantics
 from ptxasw.errors import EmulationError, PtxError, UnsupportedInstruction
 from ptxasw.ir import isa
-from ptxasw.ir.layout import bits_of, round_up
+from ptxasw.ir.layout import bits_of, normalize_space, round_up
 
 __all__ = [
     "EmulationError",

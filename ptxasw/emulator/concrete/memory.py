@@ -41,7 +41,6 @@ import numpy as np
 
 from ptxasw import ir
 from ptxasw.errors import EmulationError
-from ptxasw.ir.layout import normalize_space
 
 __all__ = [
     "CONST_WINDOW",
@@ -62,7 +61,6 @@ __all__ = [
     "LaneMemory",
     "dtype_for",
     "fault",
-    "normalize_space",
     "window_of",
 ]
 

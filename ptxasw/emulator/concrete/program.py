@@ -24,11 +24,10 @@ from ptxasw.emulator.concrete.memory import (
     GENERIC_BASE,
     FlatMemory,
     GlobalMemory,
-    normalize_space,
 )
 from ptxasw.emulator.semantics.instructions import Semantics
 from ptxasw.errors import PtxError
-from ptxasw.ir.layout import Variable, elem_bytes, round_up, var_of, walk_decls
+from ptxasw.ir.layout import Variable, elem_bytes, normalize_space, round_up, var_of, walk_decls
 
 LOCAL_MODULE_BASE = 0  # module-scope .local variables sit at the bottom of each stack
 

@@ -87,7 +87,7 @@ def _args(ctx: z3.ContextObj, ast: z3.Ast) -> list[z3.Ast]:
 
 
 def _numeral(ctx: z3.ContextObj, ast: z3.Ast) -> int | None:
-    if raw.ast_kind(ctx, ast) != z3.Z3_NUMERAL_AST:
+    if not raw.is_numeral(ctx, ast):
         return None
     return int(raw.numeral_string(ctx, ast))
 

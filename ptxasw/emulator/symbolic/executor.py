@@ -584,23 +584,6 @@ class _Incremental:
 
 
 _EnvKey = tuple[str, Any]  # a register's name and selector, as `_State.env` is keyed
-_UNSEEN: Any = object()
-# Families whose instructions compute registers from registers (`_step`).
-_PURE_FAMILIES = frozenset(
-    {
-        isa.Family.INTEGER,
-        isa.Family.FLOAT,
-        isa.Family.HALF,
-        isa.Family.COMPARISON,
-        isa.Family.LOGIC,
-        isa.Family.CONVERSION,
-    }
-)
-
-
-def _raw_numeral(ctx: Any, ast: Any) -> bool:
-    """Whether the raw AST ``ast`` is a numeral (`z3.is_bv_value` of a term)."""
-    return bool(raw.ast_kind(ctx, ast) == z3.Z3_NUMERAL_AST)
 
 
 def _is_load(e: z3.ExprRef) -> bool:
@@ -738,10 +721,10 @@ class _Solver:
             kind = raw.decl_kind(ctx, raw.app_decl(ctx, node))
             if kind == z3.Z3_OP_BMUL:
                 nonlinear = (
-                    sum(1 for i in range(count) if not _raw_numeral(ctx, raw.app_arg(ctx, node, i))) >= 2
+                    sum(1 for i in range(count) if not raw.is_numeral(ctx, raw.app_arg(ctx, node, i))) >= 2
                 )
             else:
-                nonlinear = kind in _NONLINEAR and not _raw_numeral(ctx, raw.app_arg(ctx, node, 1))
+                nonlinear = kind in _NONLINEAR and not raw.is_numeral(ctx, raw.app_arg(ctx, node, 1))
             if nonlinear:
                 var = self._abs_vars.get(nid)
                 if var is None:
@@ -1430,8 +1413,10 @@ class SymbolicExecutor:
         if cond is None:
             return None
         g = simplify(as_bool(cond))
-        if z3.is_true(g) or z3.is_false(g):
-            return None if z3.is_true(g) else g
+        if z3.is_true(g):
+            return None
+        if z3.is_false(g):
+            return g
         decided = self.solver.decided(g)
         if decided is None:
             return g
@@ -1932,9 +1917,9 @@ class SymbolicExecutor:
         same terms for the same inputs; rebuilding and simplifying them was
         most of the work of kernels of many flows (a math library's slow
         paths: 198 flows of ~320 instructions)."""
-        registers = self._pure.get(id(inst), _UNSEEN)
-        if registers is _UNSEEN:
-            registers = self._pure[id(inst)] = self._pure_registers(inst)
+        if id(inst) not in self._pure:
+            self._pure[id(inst)] = self._pure_registers(inst)
+        registers = self._pure[id(inst)]
         if registers is None:
             self._execute(inst)
             return
@@ -1967,7 +1952,7 @@ class SymbolicExecutor:
             return None
         if isa.writes_carry(inst) or isa.reads_carry(inst):
             return None
-        if isa.instruction_family(inst) not in _PURE_FAMILIES and inst.opcode not in ("mov", "prmt", "selp"):
+        if not isa.computes_registers(inst):
             return None
         if any(isinstance(op, ir.Symbol) for op in inst.operands):
             return None

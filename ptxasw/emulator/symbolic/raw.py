@@ -23,6 +23,7 @@ __all__ = [
     "decl_kind",
     "decl_name",
     "int_param",
+    "is_numeral",
     "num_args",
     "num_params",
     "numeral_string",
@@ -56,6 +57,13 @@ bv_size = _unchecked(capi.Z3_get_bv_sort_size)
 int_param = _unchecked(capi.Z3_get_decl_int_parameter)
 num_params = _unchecked(capi.Z3_get_decl_num_parameters)
 param_kind = _unchecked(capi.Z3_get_decl_parameter_kind)
+
+
+def is_numeral(ctx: Any, ast: Any) -> bool:
+    """Whether ``ast`` is a numeral (`z3.is_bv_value` of a bit-vector term)."""
+    return bool(ast_kind(ctx, ast) == capi.Z3_NUMERAL_AST)
+
+
 # These return strings: the wrappers convert them (and check errors), keep them.
 decl_name = capi.Z3_get_decl_name
 symbol_string = capi.Z3_get_symbol_string
