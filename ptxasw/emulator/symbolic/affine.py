@@ -45,19 +45,19 @@ def congruence(d: z3.BitVecRef) -> tuple[int, int]:
     ctx = d.ctx.ref()
     width = d.size()
     ast = d.as_ast()
-    terms = _args(ctx, ast) if _kind(ctx, ast) == z3.Z3_OP_BADD else [ast]
+    terms = raw.args(ctx, ast) if raw.operator(ctx, ast) == z3.Z3_OP_BADD else [ast]
     c0 = 0
     e = width
     for t in terms:
-        value = _numeral(ctx, t)
+        value = raw.numeral(ctx, t)
         if value is not None:
             c0 += value
             continue
-        kind = _kind(ctx, t)
+        kind = raw.operator(ctx, t)
         if kind == z3.Z3_OP_BMUL:
             k = 1
-            for f in _args(ctx, t):
-                factor = _numeral(ctx, f)
+            for f in raw.args(ctx, t):
+                factor = raw.numeral(ctx, f)
                 if factor is not None:
                     k *= factor
             e = min(e, _twos(k, width))
@@ -65,31 +65,14 @@ def congruence(d: z3.BitVecRef) -> tuple[int, int]:
         if kind == z3.Z3_OP_CONCAT:
             # ``concat(hi, low)`` with a constant ``low`` of ``n`` bits is
             # ``hi * 2^n + low``: low bits fixed, the rest a multiple of 2^n.
-            low = _args(ctx, t)[-1]
-            value = _numeral(ctx, low)
+            low = raw.args(ctx, t)[-1]
+            value = raw.numeral(ctx, low)
             if value is not None:
                 c0 += value
                 e = min(e, int(raw.bv_size(ctx, raw.sort(ctx, low))))
                 continue
         return 0, 0  # any value
     return c0 % (1 << width), e
-
-
-def _kind(ctx: z3.ContextObj, ast: z3.Ast) -> int:
-    """The operator of an application (-1 for anything else)."""
-    if raw.ast_kind(ctx, ast) != z3.Z3_APP_AST:
-        return -1
-    return int(raw.decl_kind(ctx, raw.app_decl(ctx, ast)))
-
-
-def _args(ctx: z3.ContextObj, ast: z3.Ast) -> list[z3.Ast]:
-    return [raw.app_arg(ctx, ast, i) for i in range(raw.num_args(ctx, ast))]
-
-
-def _numeral(ctx: z3.ContextObj, ast: z3.Ast) -> int | None:
-    if not raw.is_numeral(ctx, ast):
-        return None
-    return int(raw.numeral_string(ctx, ast))
 
 
 def disjoint_by_stride(d: z3.BitVecRef, na: int, nb: int) -> bool:

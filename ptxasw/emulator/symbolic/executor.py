@@ -717,14 +717,12 @@ class _Solver:
             if nid in seen or raw.ast_kind(ctx, node) != z3.Z3_APP_AST:
                 continue
             seen.add(nid)
-            count = raw.num_args(ctx, node)
-            kind = raw.decl_kind(ctx, raw.app_decl(ctx, node))
+            kids = raw.args(ctx, node)
+            kind = raw.operator(ctx, node)
             if kind == z3.Z3_OP_BMUL:
-                nonlinear = (
-                    sum(1 for i in range(count) if not raw.is_numeral(ctx, raw.app_arg(ctx, node, i))) >= 2
-                )
+                nonlinear = sum(1 for k in kids if not raw.is_numeral(ctx, k)) >= 2
             else:
-                nonlinear = kind in _NONLINEAR and not raw.is_numeral(ctx, raw.app_arg(ctx, node, 1))
+                nonlinear = kind in _NONLINEAR and not raw.is_numeral(ctx, kids[1])
             if nonlinear:
                 var = self._abs_vars.get(nid)
                 if var is None:
@@ -733,7 +731,7 @@ class _Solver:
                     self._abs_vars[nid] = var
                 pairs.append(var)
                 continue
-            stack.extend(raw.app_arg(ctx, node, i) for i in range(count))
+            stack.extend(kids)
         out = z3.substitute(f, *pairs) if pairs else f
         self._abs_cache[key] = (f, out)
         self._abs_nodes[key] = [node for node, _ in pairs]

@@ -123,14 +123,14 @@ class Symbols:
             if key in seen or raw.ast_kind(ctx, node) != z3.Z3_APP_AST:
                 continue
             seen.add(key)
-            count = raw.num_args(ctx, node)
-            if not count:
+            kids = raw.args(ctx, node)
+            if not kids:
                 continue
             decl = raw.app_decl(ctx, node)
             if raw.decl_kind(ctx, decl) == z3.Z3_OP_UNINTERPRETED:
                 name = raw.symbol_string(ctx, raw.decl_name(ctx, decl))
                 found.setdefault(name, set()).add(key)
-            stack.extend(raw.app_arg(ctx, node, i) for i in range(count))
+            stack.extend(kids)
         out = {name: frozenset(ids) for name, ids in found.items()}
         self._apps[f.get_id()] = (f, out)
         return out

@@ -139,13 +139,13 @@ def decide(
         hit = decisions.get(key)
         if hit is not None:
             return hit[1]
-        kind = raw.decl_kind(ctx, raw.app_decl(ctx, ast)) if raw.ast_kind(ctx, ast) == z3.Z3_APP_AST else None
+        kind = raw.operator(ctx, ast)
         result: bool | None
         if kind == z3.Z3_OP_NOT:
             inner = walk(raw.app_arg(ctx, ast, 0))
             result = None if inner is None else not inner
         elif kind in (z3.Z3_OP_AND, z3.Z3_OP_OR):
-            parts = [walk(raw.app_arg(ctx, ast, i)) for i in range(raw.num_args(ctx, ast))]
+            parts = [walk(arg) for arg in raw.args(ctx, ast)]
             if kind == z3.Z3_OP_AND:
                 result = False if False in parts else (True if all(p is True for p in parts) else None)
             else:

@@ -17,6 +17,7 @@ import z3.z3core as capi
 __all__ = [
     "app_arg",
     "app_decl",
+    "args",
     "ast_id",
     "ast_kind",
     "bv_size",
@@ -26,7 +27,9 @@ __all__ = [
     "is_numeral",
     "num_args",
     "num_params",
+    "numeral",
     "numeral_string",
+    "operator",
     "param_kind",
     "sort",
     "sort_kind",
@@ -59,12 +62,31 @@ num_params = _unchecked(capi.Z3_get_decl_num_parameters)
 param_kind = _unchecked(capi.Z3_get_decl_parameter_kind)
 
 
+# These return strings: the wrappers convert them (and check errors), keep them.
+decl_name = capi.Z3_get_decl_name
+symbol_string = capi.Z3_get_symbol_string
+numeral_string = capi.Z3_get_numeral_string
+
+
 def is_numeral(ctx: Any, ast: Any) -> bool:
     """Whether ``ast`` is a numeral (`z3.is_bv_value` of a bit-vector term)."""
     return bool(ast_kind(ctx, ast) == capi.Z3_NUMERAL_AST)
 
 
-# These return strings: the wrappers convert them (and check errors), keep them.
-decl_name = capi.Z3_get_decl_name
-symbol_string = capi.Z3_get_symbol_string
-numeral_string = capi.Z3_get_numeral_string
+def numeral(ctx: Any, ast: Any) -> int | None:
+    """The value of a numeral, None for anything else."""
+    if not is_numeral(ctx, ast):
+        return None
+    return int(numeral_string(ctx, ast))
+
+
+def operator(ctx: Any, ast: Any) -> int:
+    """The operator (`z3.Z3_OP_*`) of an application, -1 for anything else."""
+    if ast_kind(ctx, ast) != capi.Z3_APP_AST:
+        return -1
+    return int(decl_kind(ctx, app_decl(ctx, ast)))
+
+
+def args(ctx: Any, ast: Any) -> list[Any]:
+    """The arguments of an application."""
+    return [app_arg(ctx, ast, i) for i in range(num_args(ctx, ast))]

@@ -101,7 +101,7 @@ class Snapshot:
             if kids is None:
                 kids = []
                 if raw.ast_kind(ctx, ast) == _APP:
-                    kids = [raw.app_arg(ctx, ast, i) for i in range(raw.num_args(ctx, ast))]
+                    kids = raw.args(ctx, ast)
                 stack[-1] = (ast, key, kids)
                 pending = [(k, raw.ast_id(ctx, k), None) for k in kids]
                 pending = [p for p in pending if p[1] not in nodes]
