@@ -189,6 +189,7 @@ def test_the_schedule_runs_on_one_flow_to_its_exit(monkeypatch: pytest.MonkeyPat
     exit make three flows down to the end of the kernel; with it, one."""
     mod = module(SCHEDULE_BODY, SCHEDULE_TAIL)
     monkeypatch.setattr(executor, "IF_CONVERT", False)
+    monkeypatch.setattr(executor, "JOIN_FLOWS", False)
     forked = analyze_kernel(mod, "k")
     monkeypatch.setattr(executor, "IF_CONVERT", True)
     guarded = analyze_kernel(mod, "k")
@@ -248,6 +249,7 @@ def test_the_schedule_in_an_inlined_callee_runs_on_one_flow(monkeypatch: pytest.
     the added predicates are checked against the instruction table alone."""
     mod = parse_ptx(INLINED_SCHEDULE, "inlined.ptx")
     monkeypatch.setattr(executor, "IF_CONVERT", False)
+    monkeypatch.setattr(executor, "JOIN_FLOWS", False)
     forked = analyze_kernel(mod, "k")
     monkeypatch.setattr(executor, "IF_CONVERT", True)
     guarded = analyze_kernel(mod, "k")
@@ -492,6 +494,7 @@ def test_the_analysis_runs_a_branch_sequence_on_one_flow(monkeypatch: pytest.Mon
     stored value is the same function of the input on every path."""
     mod = module(SEQUENCE)
     monkeypatch.setattr(executor, "IF_CONVERT", False)
+    monkeypatch.setattr(executor, "JOIN_FLOWS", False)
     forked = analyze_kernel(mod, "k")
     monkeypatch.setattr(executor, "IF_CONVERT", True)
     guarded = analyze_kernel(mod, "k")

@@ -168,6 +168,7 @@ JOIN:
 def test_divergent_branch_yields_two_flows(monkeypatch: pytest.MonkeyPatch) -> None:
     """As branches (if-conversion off), the two sides are two flows."""
     monkeypatch.setattr(executor, "IF_CONVERT", False)
+    monkeypatch.setattr(executor, "JOIN_FLOWS", False)
     result = analyze(DIVERGENT, "diverge")
     assert result.complete
     assert len(result.flows) == 2
@@ -267,6 +268,7 @@ def test_flows_reaching_a_block_in_the_same_state_merge(monkeypatch: pytest.Monk
     from ptxasw.emulator.symbolic import executor
 
     monkeypatch.setattr(executor, "IF_CONVERT", False)
+    monkeypatch.setattr(executor, "JOIN_FLOWS", False)
     result = analyze(MERGE, "merge")
     assert result.complete and result.stats.merged == 1
     ends = sorted(f.end for f in result.flows)
@@ -709,6 +711,7 @@ def test_nvcc_stencil_loads_are_neighbours(nvcc_module: ir.Module) -> None:
 
 def test_nvcc_divergent_kernel_has_two_flows(nvcc_module: ir.Module, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(executor, "IF_CONVERT", False)
+    monkeypatch.setattr(executor, "JOIN_FLOWS", False)
     result = analyze_kernel(nvcc_module, "sym_divergent")
     assert result.complete
     with_loads = [f for f in result.flows if global_loads(f.trace)]

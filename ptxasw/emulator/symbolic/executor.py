@@ -51,6 +51,13 @@ semantics run on.
   registers that the loop only adds to become ``init + loop_<header>#n.<reg>``
   (the paper's clipped initial value), the rest fresh values. A flow ends
   when it comes back to the header; flows that leave continue after it.
+- **Joins**: the flows of a fork meet again at the branch's immediate
+  post-dominator and go on as one flow (``Flow.merged_into``), its
+  registers ``If(side, a, b)`` and its path condition the sides' common
+  prefix, when their sides only computed, loaded (the loads stay in the
+  trace, guarded by their side) or passed arguments to inlined calls. This
+  is what if-conversion does for short regions, done on the flows for any
+  region: calls, loops and several exits included.
 - **Memoisation**: a flow that enters a block with the same live registers,
   memory and loop context as an earlier flow stops (``merged``).
 - **Solver**: cheapest first. Unsigned intervals of the terms
@@ -77,11 +84,12 @@ Public API: `analyze_kernel`, `analyze_module`, `Budget`, `KernelAnalysis`
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import z3
 
@@ -190,6 +198,10 @@ _OMP_INDICES = frozenset({"omp_get_thread_num", "omp_get_team_num"})
 # (`ptxasw.analysis.ifconvert`); off, every such branch forks.
 IF_CONVERT = True
 
+# Join the flows of a fork where its sides meet again (`SymbolicExecutor`'s
+# joins); off, each side runs to the end on its own.
+JOIN_FLOWS = True
+
 # The share of the final check's effort that a query gets when every
 # under-approximation was refuted: no model at typical sizes is a strong hint
 # that the query is unsat, and a proof Z3 does not find at a quarter of the
@@ -273,8 +285,9 @@ class Flow:
     of a load to the trace index of the first later store (or atomic, or
     barrier) of this flow that may overwrite it. ``end``: ``ret``, ``exit``,
     ``trap``, ``fell-off`` (past the last instruction), ``loop`` (back at a
-    loop header: one abstract iteration done), ``merged`` (same state as flow
-    ``merged_into`` at block ``end_block``), ``cycle`` (an irreducible cycle),
+    loop header: one abstract iteration done), ``merged`` (at block
+    ``end_block``, flow ``merged_into`` goes on for it: joined with the other
+    side of a fork, or memoised in the same state), ``cycle`` (an irreducible cycle),
     ``budget`` (stopped by a budget). ``observations``: the values of the
     watched registers after each watched instruction, in execution order.
     """
@@ -311,6 +324,7 @@ class Stats:
     forks: int = 0
     pruned: int = 0
     merged: int = 0
+    joined: int = 0
     dropped: int = 0
     loop_entries: int = 0
     steps: int = 0
@@ -404,6 +418,8 @@ class _State:
     visited: set[int]
     pending: int | None = None  # an edge to follow when the flow resumes
     undefined: dict[tuple[str, str | None], int] = field(default_factory=dict)  # reads before a write
+    # The joins this flow will meet, innermost last: (block, fork number).
+    joins: tuple[tuple[int, int], ...] = ()
 
     def fork(self, flow: Flow) -> _State:
         return _State(
@@ -415,6 +431,7 @@ class _State:
             list(self.loops),
             set(self.visited),
             undefined=dict(self.undefined),
+            joins=self.joins,
         )
 
 
@@ -1122,6 +1139,12 @@ class SymbolicExecutor:
         self.loop_infos: dict[int, _LoopInfo] = {}
         self.loop_by_header = {loop.header: loop for loop in self.cfg.loops}
         self.memo: dict[tuple[Any, ...], tuple[int, list[BV]]] = {}
+        # Joins (`_open_join`): (work-list length at the fork, fork number) of
+        # forks whose flows are not all done, innermost last; the flows
+        # waiting at each fork's join.
+        self._open: list[tuple[int, int]] = []
+        self._waiting: dict[int, list[_State]] = {}
+        self._join_numbers = 0
         # `_step`: (instruction, input ids) -> (the inputs, kept alive; what it wrote),
         # and per instruction the env keys it reads and writes (None: not pure).
         self._steps: dict[tuple[int, ...], tuple[list[BV], list[tuple[_EnvKey, BV]]]] = {}
@@ -1813,14 +1836,17 @@ class SymbolicExecutor:
             if loop is not None:  # the body starts with a loop: no edge enters it
                 self.state = entry
                 self._enter_loop(entry, loop)
-            while work:
+            while True:
+                self._release_joins(work)
+                if not work:
+                    break
                 st = work.pop()
                 self._run_flow(st, work)
         except _BudgetExceeded as exc:
             self.partial = exc.reason
             if self.state is not None and self.state.flow.end == "running":
                 self._finish(self.state, "budget")
-            for st in work:
+            for st in [*work, *(w for waiting in self._waiting.values() for w in waiting)]:
                 self._finish(st, "budget")
         self.stats.paths = len(self.flows)
         self.stats.loop_entries = self.loop_entries
@@ -1858,8 +1884,7 @@ class SymbolicExecutor:
         cfg = self.cfg
         if st.pending is not None:
             target, st.pending = st.pending, None
-            self._goto(st, target)
-            if st.flow.end != "running":
+            if not self._follow(st, target):
                 return
         while True:
             self._check_budget()
@@ -1895,17 +1920,13 @@ class SymbolicExecutor:
                 if self.watch:
                     self._observe(st, inst)
             if term is None:
-                self._goto(st, block.fallthrough if block.fallthrough is not None else cfg.exit)
-                if st.flow.end != "running":
+                if not self._follow(st, block.fallthrough if block.fallthrough is not None else cfg.exit):
                     return
                 continue
             self.inst_index = block.stop - 1
             self.stats.steps += 1
             nxt = self._terminator(st, block, term, work)
-            if nxt is None:
-                return
-            self._goto(st, nxt)
-            if st.flow.end != "running":
+            if nxt is None or not self._follow(st, nxt):
                 return
 
     def _step(self, st: _State, inst: ir.Instruction) -> None:
@@ -2160,6 +2181,7 @@ class SymbolicExecutor:
             if ends:
                 self._finish(child, term.opcode)
             else:
+                self._open_join(st, [child], work)
                 work.append(child)
             st.pc = (*st.pc, simplify(z3.Not(cond)))
             self._fix_guard(st, term, False)
@@ -2265,6 +2287,130 @@ class SymbolicExecutor:
         if not z3.is_true(c):
             st.pc = (*st.pc, c)
         return target
+
+    # ---- joins -----------------------------------------------------------------
+    #
+    # The sides of a fork meet again at the branch block's immediate
+    # post-dominator. Flows are explored depth first, so every flow that
+    # descends from a fork has run by the time the work list is back at the
+    # length it had when the fork pushed its child: flows arriving at the join
+    # wait there until then, and those that can be joined continue as one flow
+    # whose registers are ``If(side condition, a, b)`` and whose path
+    # condition is the two sides' disjunction (their common prefix when the
+    # sides are a branch and its negation). This is state merging: k branch
+    # regions in a row that if-conversion could not take (they hold calls,
+    # loads or several exits) no longer make 2^k flows.
+
+    def _open_join(self, st: _State, children: Sequence[_State], work: list[_State]) -> None:
+        """Give ``st`` and the ``children`` it forked at its block the join
+        where they meet, before the children go on ``work``."""
+        if not JOIN_FLOWS or not self.merge or self.watch:
+            return
+        join = self.cfg.ipdom.get(st.block)
+        if join is None or join == self.cfg.exit:
+            return
+        self._join_numbers += 1
+        key = self._join_numbers
+        self._open.append((len(work), key))
+        self._waiting[key] = []
+        entry = (join, key)
+        for flow_state in (st, *children):
+            flow_state.joins = (*flow_state.joins, entry)
+
+    def _release_joins(self, work: list[_State]) -> None:
+        """Let the flows waiting at joins whose forks are fully explored go on."""
+        while self._open and self._open[-1][0] >= len(work):
+            _, key = self._open.pop()
+            work.extend(reversed(self._waiting.pop(key)))
+
+    def _follow(self, st: _State, target: int) -> bool:
+        """Take the edge to ``target``: wait there when it is the flow's next
+        join, else `_goto`. Whether the flow goes on now."""
+        while st.joins and st.joins[-1][0] == target:
+            key = st.joins[-1][1]
+            st.joins = st.joins[:-1]
+            waiting = self._waiting.get(key)
+            if waiting is None:
+                continue
+            st.pending = target
+            for k, other in enumerate(waiting):
+                joined = self._join(other, st, target)
+                if joined is not None:
+                    waiting[k] = joined
+                    return False
+            waiting.append(st)
+            return False
+        self._goto(st, target)
+        return st.flow.end == "running"
+
+    def _join(self, a: _State, b: _State, target: int) -> _State | None:
+        """One state for ``a`` and ``b`` arriving at ``target``, or None when
+        they cannot be joined without losing what the trace records: the
+        sides may only have loaded (their loads are kept, guarded by their
+        side's condition) and passed arguments to inlined calls; a store, a
+        clobber or another loop context keeps them apart."""
+        if a.joins != b.joins or [c.name for c in a.loops] != [c.name for c in b.loops]:
+            return None
+        pc = _common_prefix(a.pc, b.pc)
+        side_a, side_b = a.pc[len(pc) :], b.pc[len(pc) :]
+        if not side_a or not side_b:
+            return None
+        mem = _common_prefix(a.mem, b.mem)
+        if not all(self._call_argument(e) for e in (*a.mem[len(mem) :], *b.mem[len(mem) :])):
+            return None
+        shared = len(_common_prefix(a.flow.trace, b.flow.trace))
+        added_a, added_b = a.flow.trace[shared:], b.flow.trace[shared:]
+        if any(x.kind != "ld" for x in (*added_a, *added_b)):
+            return None
+        live = self.cfg.live_in(target)
+        keys = {k for k in (*a.env, *b.env) if k[0] in live}
+        if any(k not in a.env or k not in b.env for k in keys):
+            return None
+        cond_a, cond_b, joined_pc = _side_conditions(side_a, side_b)
+        env: dict[_EnvKey, BV] = {}
+        for k in keys:
+            x, y = a.env[k], b.env[k]
+            env[k] = x if x.eq(y) else simplify(z3.If(cond_a, x, y))
+        trace = list(a.flow.trace[:shared])
+        trace.extend(self._guarded(x, cond_a, len(pc)) for x in added_a)
+        trace.extend(self._guarded(x, cond_b, len(pc)) for x in added_b)
+        flow = Flow(len(self.flows), parent=a.flow.id, fork_index=shared, trace=trace)
+        flow.may_alias_store = {i: s for i, s in a.flow.may_alias_store.items() if i < shared}
+        flow.blocks = list(a.flow.blocks)
+        self.flows.append(flow)
+        for side in (a, b):
+            self._finish(side, "merged", flow.id)
+            side.flow.end_block = target
+        self.stats.joined += 1
+        undefined = dict(a.undefined)
+        for k, n in b.undefined.items():
+            undefined[k] = max(n, undefined.get(k, 0))
+        return _State(
+            flow,
+            a.block,
+            env,
+            (*pc, *joined_pc),
+            list(mem),
+            list(a.loops),
+            a.visited | b.visited,
+            pending=target,
+            undefined=undefined,
+            joins=a.joins,
+        )
+
+    def _guarded(self, access: Access, cond: z3.BoolRef, conditions: int) -> Access:
+        guard = cond if access.guard is None else simplify(z3.And(cond, access.guard))
+        return dataclasses.replace(access, guard=guard, conditions=min(access.conditions, conditions))
+
+    def _call_argument(self, event: _MemEvent) -> bool:
+        """A store of an inlined call's argument or result: only the callee
+        (or the call site) reads it, inside the region it was made in."""
+        return (
+            event.kind == "store"
+            and event.space == ".param"
+            and event.address is not None
+            and self._call_slot(event.address)
+        )
 
     # ---- loops -----------------------------------------------------------------
 
@@ -2382,6 +2528,37 @@ class SymbolicExecutor:
 
 # --------------------------------------------------------------------------
 # Small helpers
+
+
+_T = TypeVar("_T")
+
+
+def _common_prefix(a: Sequence[_T], b: Sequence[_T]) -> Sequence[_T]:
+    """The leading items ``a`` and ``b`` share (the same objects: forked
+    flows copy their parent's lists)."""
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x is not y:
+            break
+        n += 1
+    return a[:n]
+
+
+def _side_conditions(
+    side_a: Sequence[z3.BoolRef], side_b: Sequence[z3.BoolRef]
+) -> tuple[z3.BoolRef, z3.BoolRef, tuple[z3.BoolRef, ...]]:
+    """For two flows whose path conditions go on from a common prefix with
+    ``side_a`` and ``side_b``: the condition of each side, and what the joined
+    flow adds to the prefix (nothing when the sides are one branch condition
+    and its negation, as at a plain fork; else their disjunction: one side's
+    own fork lost a flow to a ``ret``)."""
+    cond_a = side_a[0] if len(side_a) == 1 else z3.And(*side_a)
+    cond_b = side_b[0] if len(side_b) == 1 else z3.And(*side_b)
+    single = len(side_a) == 1 and len(side_b) == 1
+    if single and (cond_b.eq(simplify(z3.Not(cond_a))) or cond_a.eq(simplify(z3.Not(cond_b)))):
+        return cond_a, cond_b, ()
+    either = simplify(z3.Or(cond_a, cond_b))
+    return cond_a, cond_b, (() if z3.is_true(either) else (either,))
 
 
 def _offset_relation(d: int, width: int, na: int, nb: int) -> str | int:

@@ -1,0 +1,145 @@
+"""Joining the flows of a fork where its sides meet (state merging).
+
+As branches (if-conversion off), each side of a fork runs as its own flow;
+joined, the sides continue as one flow whose registers are ``If(side, a, b)``.
+What must hold: the joined flows compute, on every input, what the separate
+paths computed (checked with Z3 against the path-by-path run on random
+branch regions), their number grows with the branches rather than with the
+paths, and sides that store stay apart.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import z3
+
+from ptxasw import ir
+from ptxasw.emulator.symbolic import executor
+from ptxasw.emulator.symbolic.executor import KernelAnalysis, SymbolicExecutor, analyze_kernel
+from tests.test_ifconvert import SEQUENCE, module, random_body
+
+DIAMOND_LOADS = """
+    setp.eq.u32 %p1, %r2, 0;
+    @%p1 bra $T;
+    ld.global.u32 %r3, [%rd4+4];
+    bra.uni $J;
+$T:
+    ld.global.u32 %r3, [%rd4+8];
+$J:
+    add.u32 %r3, %r3, 1;"""
+
+DIAMOND_STORE = """
+    setp.eq.u32 %p1, %r2, 0;
+    @%p1 bra $T;
+    st.global.u32 [%rd4+4], %r2;
+    bra.uni $J;
+$T:
+    add.u32 %r3, %r3, 5;
+$J:
+    add.u32 %r3, %r3, 1;"""
+
+
+@pytest.fixture(autouse=True)
+def branches(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every region stays a branch, so that the forks are the executor's."""
+    monkeypatch.setattr(executor, "IF_CONVERT", False)
+
+
+def paths(mod: ir.Module) -> KernelAnalysis:
+    """Every path its own flow: no joins, no memoisation."""
+    return SymbolicExecutor(mod, mod.function("k"), merge=False).run()
+
+
+class _Forgetful(dict):  # type: ignore[type-arg]
+    """A memo that never recalls: flows join but are not memoised, so every
+    flow that ends stands for the paths its condition says."""
+
+    def get(self, key: object, default: object = None) -> object:
+        return default
+
+
+def joined_only(mod: ir.Module) -> KernelAnalysis:
+    run = SymbolicExecutor(mod, mod.function("k"))
+    run.memo = _Forgetful()
+    return run.run()
+
+
+def test_a_diamond_of_loads_joins_into_one_flow() -> None:
+    """Both sides load: the joined flow keeps both loads, each guarded by its
+    side's condition, drops the branch from its path condition, and stores
+    the value of whichever load ran."""
+    result = analyze_kernel(module(DIAMOND_LOADS), "k")
+    assert result.complete and result.stats.joined == 1
+    ends = sorted(f.end for f in result.flows)
+    assert ends == ["merged", "merged", "ret"]
+    (joined,) = [f for f in result.flows if f.end == "ret"]
+    assert all(result.flows[f.merged_into].end == "ret" for f in result.flows if f.end == "merged")
+    assert joined.condition == ()
+    side_loads = [a for a in joined.loads if a.space == ".global" and a.guard is not None]
+    assert len(side_loads) == 2
+    a, b = (x.guard for x in side_loads)
+    assert a is not None and b is not None
+    assert z3.Solver().check(z3.And(a, b)) == z3.unsat  # the sides exclude each other
+    (store,) = joined.stores
+    assert store.value is not None
+    for access in side_loads:
+        assert access.value is not None and access.guard is not None
+        solver = z3.Solver()
+        solver.add(*result.assumptions, access.guard, store.value != access.value + 1)
+        assert solver.check() == z3.unsat
+
+
+def test_a_side_that_stores_keeps_its_own_flow() -> None:
+    result = analyze_kernel(module(DIAMOND_STORE), "k")
+    assert result.complete and result.stats.joined == 0
+    assert sorted(f.end for f in result.flows) == ["ret", "ret"]
+
+
+def test_branches_in_a_row_make_flows_in_proportion() -> None:
+    """Six branches: 2^6 paths; joined, a side and a join per branch, and
+    the first flow."""
+    result = analyze_kernel(module(SEQUENCE), "k")
+    assert result.complete and result.stats.joined == 6
+    assert len(result.flows) == 2 * 6 + 1
+    assert [f.end for f in result.flows].count("ret") == 1
+
+
+def _equivalent(separate: KernelAnalysis, joined: KernelAnalysis) -> None:
+    """Every path of ``separate`` is covered by the joined flows that end,
+    and wherever a path and a joined flow both hold, they stored the same."""
+    facts = [*separate.assumptions, *joined.assumptions]
+    ended = [f for f in joined.flows if f.end == "ret"]
+    for path in separate.flows:
+        assert path.end == "ret"
+        solver = z3.Solver()
+        solver.add(*facts, *path.condition, z3.Not(z3.Or(*(z3.And(*f.condition) for f in ended))))
+        assert solver.check() == z3.unsat, "a path no joined flow covers"
+        for flow in ended:
+            both = [*facts, *path.condition, *flow.condition]
+            solver = z3.Solver()
+            solver.add(*both)
+            if solver.check() == z3.unsat:
+                continue
+            assert len(path.stores) == len(flow.stores)
+            for mine, theirs in zip(path.stores, flow.stores, strict=True):
+                assert mine.value is not None and theirs.value is not None
+                solver = z3.Solver()
+                solver.add(*both, z3.Or(mine.value != theirs.value, mine.address != theirs.address))
+                assert solver.check() == z3.unsat
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_joined_flows_store_what_every_path_stored(seed: int) -> None:
+    """Random triangles and diamonds, some with GCC's out-of-line sides and
+    early exits: the joins change how the paths are grouped, never what
+    they compute."""
+    rng = random.Random(seed)
+    tail: list[str] | None = [] if seed % 2 else None
+    mod = module(random_body(rng, rng.randint(2, 5), tail), "\n".join(tail or []))
+    joined = joined_only(mod)
+    separate = paths(mod)
+    assert joined.complete and separate.complete
+    assert joined.stats.joined >= 1
+    _equivalent(separate, joined)
