@@ -300,6 +300,7 @@ def test_sibling_flows_reuse_register_arithmetic(monkeypatch) -> None:  # type: 
 
     module = parse_ptx(FORKED_MATH, "forked.ptx")
     monkeypatch.setattr(executor, "IF_CONVERT", False)  # two flows, as the branch forks them
+    monkeypatch.setattr(executor, "JOIN_FLOWS", False)
     calls: list[str] = []
     run = executor.SymbolicExecutor._execute
 

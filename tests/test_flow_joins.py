@@ -17,7 +17,7 @@ import z3
 
 from ptxasw import ir
 from ptxasw.emulator.symbolic import executor
-from ptxasw.emulator.symbolic.executor import KernelAnalysis, SymbolicExecutor, analyze_kernel
+from ptxasw.emulator.symbolic.executor import Access, Flow, KernelAnalysis, SymbolicExecutor, analyze_kernel
 from tests.test_ifconvert import SEQUENCE, module, random_body
 
 DIAMOND_LOADS = """
@@ -30,13 +30,18 @@ $T:
 $J:
     add.u32 %r3, %r3, 1;"""
 
-DIAMOND_STORE = """
+TRIANGLE_STORE = """
     setp.eq.u32 %p1, %r2, 0;
-    @%p1 bra $T;
+    @%p1 bra $J;
     st.global.u32 [%rd4+4], %r2;
-    bra.uni $J;
-$T:
-    add.u32 %r3, %r3, 5;
+$J:
+    ld.global.u32 %r3, [%rd4+4];
+    add.u32 %r3, %r3, 1;"""
+
+TRIANGLE_ATOMIC = """
+    setp.eq.u32 %p1, %r2, 0;
+    @%p1 bra $J;
+    atom.global.add.u32 %r4, [%rd4+4], %r2;
 $J:
     add.u32 %r3, %r3, 1;"""
 
@@ -91,10 +96,32 @@ def test_a_diamond_of_loads_joins_into_one_flow() -> None:
         assert solver.check() == z3.unsat
 
 
-def test_a_side_that_stores_keeps_its_own_flow() -> None:
-    result = analyze_kernel(module(DIAMOND_STORE), "k")
+def test_a_side_that_stores_joins_with_its_store_guarded() -> None:
+    """The store stays in the joined trace under its side's condition, and
+    the load after the join reads the stored value exactly when that side
+    ran, the memory before otherwise."""
+    result = analyze_kernel(module(TRIANGLE_STORE), "k")
+    assert result.complete and result.stats.joined == 1
+    (joined,) = [f for f in result.flows if f.end == "ret"]
+    side_store, final_store = joined.stores
+    assert side_store.guard is not None and final_store.guard is None
+    load = next(a for a in joined.loads if a.index > side_store.index)
+    assert load.value is not None and final_store.value is not None
+    r2 = next(a for a in joined.loads if a.space == ".global").value
+    assert r2 is not None
+    assert side_store.address is not None
+    memory = z3.Function("load_global_32", z3.BitVecSort(64), z3.BitVecSort(32))  # memory at entry
+    for guard, expected in ((side_store.guard, r2), (z3.Not(side_store.guard), memory(side_store.address))):
+        solver = z3.Solver()
+        solver.add(*result.assumptions, guard, load.value != expected)
+        assert solver.check() == z3.unsat
+    # The side's store is 4 bytes past the first load: it overwrites no load.
+    assert joined.trace.index(side_store) not in joined.may_alias_store.values()
+
+
+def test_a_side_with_an_atomic_keeps_its_own_flow() -> None:
+    result = analyze_kernel(module(TRIANGLE_ATOMIC), "k")
     assert result.complete and result.stats.joined == 0
-    assert sorted(f.end for f in result.flows) == ["ret", "ret"]
 
 
 def test_branches_in_a_row_make_flows_in_proportion() -> None:
@@ -106,9 +133,28 @@ def test_branches_in_a_row_make_flows_in_proportion() -> None:
     assert [f.end for f in result.flows].count("ret") == 1
 
 
+def _effective_stores(flow: Flow, facts: list[z3.BoolRef]) -> list[Access]:
+    """The stores of ``flow`` that run under ``facts``: a joined flow keeps
+    each side's stores under that side's condition."""
+    kept = []
+    for store in flow.stores:
+        if store.guard is None:
+            kept.append(store)
+            continue
+        runs, skips = z3.Solver(), z3.Solver()
+        runs.add(*facts, z3.Not(store.guard))
+        skips.add(*facts, store.guard)
+        if runs.check() == z3.unsat:
+            kept.append(store)
+        else:
+            assert skips.check() == z3.unsat, "a store whose side the path does not decide"
+    return kept
+
+
 def _equivalent(separate: KernelAnalysis, joined: KernelAnalysis) -> None:
     """Every path of ``separate`` is covered by the joined flows that end,
-    and wherever a path and a joined flow both hold, they stored the same."""
+    and wherever a path and a joined flow both hold, they stored the same
+    values at the same addresses."""
     facts = [*separate.assumptions, *joined.assumptions]
     ended = [f for f in joined.flows if f.end == "ret"]
     for path in separate.flows:
@@ -122,8 +168,9 @@ def _equivalent(separate: KernelAnalysis, joined: KernelAnalysis) -> None:
             solver.add(*both)
             if solver.check() == z3.unsat:
                 continue
-            assert len(path.stores) == len(flow.stores)
-            for mine, theirs in zip(path.stores, flow.stores, strict=True):
+            stores = _effective_stores(flow, both)
+            assert len(path.stores) == len(stores)
+            for mine, theirs in zip(path.stores, stores, strict=True):
                 assert mine.value is not None and theirs.value is not None
                 solver = z3.Solver()
                 solver.add(*both, z3.Or(mine.value != theirs.value, mine.address != theirs.address))

@@ -54,10 +54,11 @@ semantics run on.
 - **Joins**: the flows of a fork meet again at the branch's immediate
   post-dominator and go on as one flow (``Flow.merged_into``), its
   registers ``If(side, a, b)`` and its path condition the sides' common
-  prefix, when their sides only computed, loaded (the loads stay in the
-  trace, guarded by their side) or passed arguments to inlined calls. This
-  is what if-conversion does for short regions, done on the flows for any
-  region: calls, loops and several exits included.
+  prefix; each side's loads and stores stay in its trace and memory,
+  guarded by the side's condition. This is what if-conversion does for
+  short regions, done on the flows for any region: calls, loops and several
+  exits included. Sides with atomics or barriers stay apart, and so do
+  flows that meet only at a ``ret``.
 - **Memoisation**: a flow that enters a block with the same live registers,
   memory and loop context as an earlier flow stops (``merged``).
 - **Solver**: cheapest first. Unsigned intervals of the terms
@@ -2307,7 +2308,7 @@ class SymbolicExecutor:
         if not JOIN_FLOWS or not self.merge or self.watch:
             return
         join = self.cfg.ipdom.get(st.block)
-        if join is None or join == self.cfg.exit:
+        if join is None or join == self.cfg.exit or self._returns(join):
             return
         self._join_numbers += 1
         key = self._join_numbers
@@ -2316,6 +2317,13 @@ class SymbolicExecutor:
         entry = (join, key)
         for flow_state in (st, *children):
             flow_state.joins = (*flow_state.joins, entry)
+
+    def _returns(self, block: int) -> bool:
+        """Whether ``block`` starts with an unguarded ``ret``/``exit``: nothing
+        runs after a join there, so the sides may as well end apart, each
+        with its plain path condition (a bounds check around the whole body)."""
+        first = self.cfg.blocks[block].instructions
+        return bool(first) and isa.is_return(first[0]) and first[0].guard is None
 
     def _release_joins(self, work: list[_State]) -> None:
         """Let the flows waiting at joins whose forks are fully explored go on."""
@@ -2345,22 +2353,22 @@ class SymbolicExecutor:
 
     def _join(self, a: _State, b: _State, target: int) -> _State | None:
         """One state for ``a`` and ``b`` arriving at ``target``, or None when
-        they cannot be joined without losing what the trace records: the
-        sides may only have loaded (their loads are kept, guarded by their
-        side's condition) and passed arguments to inlined calls; a store, a
-        clobber or another loop context keeps them apart."""
+        they cannot be joined. What each side did since the fork stays in
+        the joined flow under its side's condition: its loads and stores as
+        guarded accesses, its stores as guarded memory events (a later load
+        reads ``If(side, stored, older)``), a clobber as it is (it may have
+        changed memory: true of the join too). Arguments passed to inlined
+        calls are dropped: only the callee read them. Atomics, barriers and
+        another loop context keep the sides apart."""
         if a.joins != b.joins or [c.name for c in a.loops] != [c.name for c in b.loops]:
             return None
         pc = _common_prefix(a.pc, b.pc)
         side_a, side_b = a.pc[len(pc) :], b.pc[len(pc) :]
         if not side_a or not side_b:
             return None
-        mem = _common_prefix(a.mem, b.mem)
-        if not all(self._call_argument(e) for e in (*a.mem[len(mem) :], *b.mem[len(mem) :])):
-            return None
         shared = len(_common_prefix(a.flow.trace, b.flow.trace))
         added_a, added_b = a.flow.trace[shared:], b.flow.trace[shared:]
-        if any(x.kind != "ld" for x in (*added_a, *added_b)):
+        if any(x.kind not in ("ld", "st") for x in (*added_a, *added_b)):
             return None
         live = self.cfg.live_in(target)
         keys = {k for k in (*a.env, *b.env) if k[0] in live}
@@ -2371,11 +2379,15 @@ class SymbolicExecutor:
         for k in keys:
             x, y = a.env[k], b.env[k]
             env[k] = x if x.eq(y) else simplify(z3.If(cond_a, x, y))
+        mem = list(_common_prefix(a.mem, b.mem))
+        for side, cond in ((a, cond_a), (b, cond_b)):
+            since = side.mem[len(_common_prefix(a.mem, b.mem)) :]
+            mem.extend(self._guarded_event(e, cond) for e in since if not self._call_argument(e))
         trace = list(a.flow.trace[:shared])
         trace.extend(self._guarded(x, cond_a, len(pc)) for x in added_a)
         trace.extend(self._guarded(x, cond_b, len(pc)) for x in added_b)
         flow = Flow(len(self.flows), parent=a.flow.id, fork_index=shared, trace=trace)
-        flow.may_alias_store = {i: s for i, s in a.flow.may_alias_store.items() if i < shared}
+        flow.may_alias_store = _joined_marks(a.flow, b.flow, shared, len(added_a))
         flow.blocks = list(a.flow.blocks)
         self.flows.append(flow)
         for side in (a, b):
@@ -2390,7 +2402,7 @@ class SymbolicExecutor:
             a.block,
             env,
             (*pc, *joined_pc),
-            list(mem),
+            mem,
             list(a.loops),
             a.visited | b.visited,
             pending=target,
@@ -2401,6 +2413,13 @@ class SymbolicExecutor:
     def _guarded(self, access: Access, cond: z3.BoolRef, conditions: int) -> Access:
         guard = cond if access.guard is None else simplify(z3.And(cond, access.guard))
         return dataclasses.replace(access, guard=guard, conditions=min(access.conditions, conditions))
+
+    @staticmethod
+    def _guarded_event(event: _MemEvent, cond: z3.BoolRef) -> _MemEvent:
+        if event.kind != "store":
+            return event  # a clobber: memory may have changed, whichever side ran
+        guard = cond if event.guard is None else simplify(z3.And(cond, event.guard))
+        return dataclasses.replace(event, guard=guard)
 
     def _call_argument(self, event: _MemEvent) -> bool:
         """A store of an inlined call's argument or result: only the callee
@@ -2542,6 +2561,19 @@ def _common_prefix(a: Sequence[_T], b: Sequence[_T]) -> Sequence[_T]:
             break
         n += 1
     return a[:n]
+
+
+def _joined_marks(a: Flow, b: Flow, shared: int, added_a: int) -> dict[int, int]:
+    """`Flow.may_alias_store` of a joined flow: the first ``shared`` accesses
+    are common, then side a's, then side b's (indices moved by ``added_a``).
+    A load keeps the first store that may overwrite it."""
+    marks = dict(a.may_alias_store)
+    for load, store in b.may_alias_store.items():
+        load = load if load < shared else load + added_a
+        store = store if store < shared else store + added_a
+        if store < marks.get(load, store + 1):
+            marks[load] = store
+    return marks
 
 
 def _side_conditions(
