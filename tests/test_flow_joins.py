@@ -81,6 +81,8 @@ def test_a_diamond_of_loads_joins_into_one_flow() -> None:
     assert ends == ["merged", "merged", "ret"]
     (joined,) = [f for f in result.flows if f.end == "ret"]
     assert all(result.flows[f.merged_into].end == "ret" for f in result.flows if f.end == "merged")
+    assert sorted(joined.joined_from) == sorted(f.id for f in result.flows if f.end == "merged")
+    assert f"flow {joined.id} [ret, joined from flows" in result.format()
     assert joined.condition == ()
     side_loads = [a for a in joined.loads if a.space == ".global" and a.guard is not None]
     assert len(side_loads) == 2

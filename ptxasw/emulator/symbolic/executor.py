@@ -282,9 +282,11 @@ class Flow:
     """One explored path: its accesses and path condition.
 
     A flow forked from ``parent`` shares the parent's first ``fork_index``
-    accesses (they are repeated in ``trace``). ``may_alias_store`` maps the trace index
-    of a load to the trace index of the first later store (or atomic, or
-    barrier) of this flow that may overwrite it. ``end``: ``ret``, ``exit``,
+    accesses (they are repeated in ``trace``); a flow that continues two
+    joined flows (``joined_from``) shares them with the first of the two.
+    ``may_alias_store`` maps the trace index of a load to the trace index of
+    the first later store (or atomic, or barrier) of this flow that may
+    overwrite it. ``end``: ``ret``, ``exit``,
     ``trap``, ``fell-off`` (past the last instruction), ``loop`` (back at a
     loop header: one abstract iteration done), ``merged`` (at block
     ``end_block``, flow ``merged_into`` goes on for it: joined with the other
@@ -304,6 +306,7 @@ class Flow:
     end: str = "running"
     end_block: int | None = None
     merged_into: int | None = None
+    joined_from: tuple[int, ...] = ()  # the flows this one continues (see `SymbolicExecutor._join`)
 
     @property
     def loads(self) -> list[Access]:
@@ -2387,6 +2390,7 @@ class SymbolicExecutor:
         trace.extend(self._guarded(x, cond_a, len(pc)) for x in added_a)
         trace.extend(self._guarded(x, cond_b, len(pc)) for x in added_b)
         flow = Flow(len(self.flows), parent=a.flow.id, fork_index=shared, trace=trace)
+        flow.joined_from = (a.flow.id, b.flow.id)
         flow.may_alias_store = _joined_marks(a.flow, b.flow, shared, len(added_a))
         flow.blocks = list(a.flow.blocks)
         self.flows.append(flow)

@@ -80,6 +80,7 @@ def to_json(analysis: KernelAnalysis, spaces: Iterable[str] | None = None) -> di
                 "end": flow.end,
                 "end_block": flow.end_block,
                 "merged_into": flow.merged_into,
+                "joined_from": list(flow.joined_from),
                 "condition": [printer.text(c) for c in flow.condition],
                 "blocks": flow.blocks,
                 "accesses": [
@@ -171,6 +172,8 @@ class _FlowView:
         flow = self.flow
         end = flow.end if flow.merged_into is None else f"merged into flow {flow.merged_into}"
         origin = f", forked from flow {flow.parent}" if flow.parent is not None else ""
+        if flow.joined_from:
+            origin = ", joined from flows " + " and ".join(str(i) for i in flow.joined_from)
         out = [f"flow {flow.id} [{end}{origin}]"]
         if self.conjuncts:
             out.append("  if " + " && ".join(_paren(printer.text(c)) for c in self.conjuncts))
