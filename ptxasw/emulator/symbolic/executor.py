@@ -2337,6 +2337,8 @@ class SymbolicExecutor:
     def _follow(self, st: _State, target: int) -> bool:
         """Take the edge to ``target``: wait there when it is the flow's next
         join, else `_goto`. Whether the flow goes on now."""
+        while st.loops and target not in st.loops[-1].loop.body:
+            st.loops.pop()  # left behind: a flow that ran a loop meets one that skipped it
         while st.joins and st.joins[-1][0] == target:
             key = st.joins[-1][1]
             st.joins = st.joins[:-1]
