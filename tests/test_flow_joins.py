@@ -43,7 +43,14 @@ $J:
 TRIANGLE_ATOMIC = """
     setp.eq.u32 %p1, %r2, 0;
     @%p1 bra $J;
-    atom.global.add.u32 %r4, [%rd4+4], %r2;
+    atom.global.add.u32 %r3, [%rd4+4], %r2;
+$J:
+    add.u32 %r3, %r3, 1;"""
+
+TRIANGLE_BARRIER = """
+    setp.eq.u32 %p1, %r2, 0;
+    @%p1 bra $J;
+    bar.sync 0;
 $J:
     add.u32 %r3, %r3, 1;"""
 
@@ -123,8 +130,22 @@ def test_a_side_that_stores_joins_with_its_store_guarded() -> None:
     assert joined.trace.index(side_store) not in joined.may_alias_store.values()
 
 
-def test_a_side_with_an_atomic_keeps_its_own_flow() -> None:
+def test_a_side_with_an_atomic_joins_with_it_guarded() -> None:
+    """The atomic's old value reaches the store only on its side."""
     result = analyze_kernel(module(TRIANGLE_ATOMIC), "k")
+    assert result.complete and result.stats.joined == 1
+    (joined,) = [f for f in result.flows if f.end == "ret"]
+    (atomic,) = [a for a in joined.trace if a.kind == "atom"]
+    (store,) = [a for a in joined.stores if a.guard is None]
+    assert atomic.guard is not None and atomic.value is not None and store.value is not None
+    for guard, expected in ((atomic.guard, atomic.value + 1), (z3.Not(atomic.guard), z3.BitVecVal(8, 32))):
+        solver = z3.Solver()
+        solver.add(*result.assumptions, guard, store.value != expected)
+        assert solver.check() == z3.unsat
+
+
+def test_a_side_with_a_barrier_keeps_its_own_flow() -> None:
+    result = analyze_kernel(module(TRIANGLE_BARRIER), "k")
     assert result.complete and result.stats.joined == 0
 
 

@@ -57,8 +57,8 @@ semantics run on.
   prefix; each side's loads and stores stay in its trace and memory,
   guarded by the side's condition. This is what if-conversion does for
   short regions, done on the flows for any region: calls, loops and several
-  exits included. Sides with atomics or barriers stay apart, and so do
-  flows that meet only at a ``ret``.
+  exits included. Sides with barriers stay apart, and so do flows that
+  meet only at a ``ret``.
 - **Memoisation**: a flow that enters a block with the same live registers,
   memory and loop context as an earlier flow stops (``merged``).
 - **Solver**: cheapest first. Unsigned intervals of the terms
@@ -2361,10 +2361,11 @@ class SymbolicExecutor:
         they cannot be joined. What each side did since the fork stays in
         the joined flow under its side's condition: its loads and stores as
         guarded accesses, its stores as guarded memory events (a later load
-        reads ``If(side, stored, older)``), a clobber as it is (it may have
-        changed memory: true of the join too). Arguments passed to inlined
-        calls are dropped: only the callee read them. Atomics, barriers and
-        another loop context keep the sides apart."""
+        reads ``If(side, stored, older)``; an atomic is a load and a store),
+        a clobber as it is (it may have changed memory: true of the join
+        too). Arguments passed to inlined calls are dropped: only the callee
+        read them. A barrier (which every thread of the block must reach)
+        and another loop context keep the sides apart."""
         if a.joins != b.joins or [c.name for c in a.loops] != [c.name for c in b.loops]:
             return None
         pc = _common_prefix(a.pc, b.pc)
@@ -2373,7 +2374,7 @@ class SymbolicExecutor:
             return None
         shared = len(_common_prefix(a.flow.trace, b.flow.trace))
         added_a, added_b = a.flow.trace[shared:], b.flow.trace[shared:]
-        if any(x.kind not in ("ld", "st") for x in (*added_a, *added_b)):
+        if any(x.kind == "bar" for x in (*added_a, *added_b)):
             return None
         live = self.cfg.live_in(target)
         keys = {k for k in (*a.env, *b.env) if k[0] in live}
