@@ -3,6 +3,7 @@
 Usage (on a GPU machine with CuPy)::
 
     python benchmarks/exact_scheme.py [--json OUT] [--radii 2,4,6,8,12] [--runs 31]
+    python benchmarks/exact_scheme.py --shape box [--radii 1,2,3] [--json OUT]
 
 A 1-D stencil ``out[i] = sum_d c[d] * in[i + d]`` (``d = -R..R``; the input
 padded by ``R`` on both sides, so no bounds checks), one warp per 32
@@ -33,6 +34,14 @@ warp load, a predicated load ~0.75, an ALU op ~0.06) predicts ``window`` at
 ``(2R + 1) / (1.75 + 2R * 0.84)``: 1.03 at R = 4, 1.07 at R = 6, 1.10 at
 R = 8, 1.13 at R = 12 for float; double needs two shuffles per point and
 cannot win.
+
+Measured on an H100 (``--shape box --radii 1,2,3``, median of 31,
+``results/exact_scheme_box_h100.json``): the vector window loses everywhere
+(float 0.69-0.97, double 0.85-1.03) while the shuffles without corner
+handling gain 1.17-1.22 on float R = 2, 3. A 16-byte vector load of a warp
+moves four times the bytes of a scalar one (four L1 wavefronts): overlapping
+vectors spend wavefronts where the shuffles spend issue slots, so the L1's
+bytes matter as well as its issue slots.
 """
 
 from __future__ import annotations
@@ -41,6 +50,7 @@ import argparse
 import json
 import statistics
 import sys
+from typing import Any
 
 SOURCE = r"""
 template <typename T, int R>
@@ -133,6 +143,125 @@ __global__ void window2(const T *__restrict__ in, T *__restrict__ out, int n) {
 }
 """
 
+# ``--shape box``: a 2-D (2R+1)^2 box stencil over a padded image, 32 x 8
+# blocks, the shape of gaussblur and the application stencils, where a
+# thread issues (2R+1)^2 loads and the kernel is bound by issuing them rather
+# than by DRAM. ``vector`` is an exact scheme without shuffles: each row of
+# the window comes from the aligned 16-byte vectors (float4 / double2) that
+# cover it, with a select per point on the lane's misalignment; the vectors
+# of one row overlap the neighbouring lanes' (the L1 serves them), and a row
+# of 2R+1 loads becomes ceil((2R + V) / V) vector loads (V = 16 / sizeof(T)).
+# Reading the rest of an aligned 16-byte chunk that holds a byte the kernel
+# reads cannot fault.
+BOX_SOURCE = r"""
+template <typename T> struct Vec16;
+template <> struct Vec16<float> { using type = float4; };
+template <> struct Vec16<double> { using type = double2; };
+
+template <typename T>
+__device__ __forceinline__ T coefb(int k) { return T(1) / T(k + 2); }
+
+template <typename T, int R>
+__device__ __forceinline__ void row_vector(const T *s, T (&v)[2 * R + 1]) {
+    constexpr int V = 16 / sizeof(T);
+    constexpr int NV = (2 * R + V - 1) / V + 1;  // covers s[0..2R] from any misalignment
+    const unsigned long long a = reinterpret_cast<unsigned long long>(s);
+    const auto *q = reinterpret_cast<const typename Vec16<T>::type *>(a & ~15ull);
+    const int m = int((a & 15ull) / sizeof(T));
+    T w[NV * V];
+#pragma unroll
+    for (int k = 0; k < NV; ++k) {
+        const typename Vec16<T>::type t = __ldg(q + k);
+        const T *c = reinterpret_cast<const T *>(&t);
+#pragma unroll
+        for (int j = 0; j < V; ++j) w[k * V + j] = c[j];
+    }
+#pragma unroll
+    for (int j = 0; j <= 2 * R; ++j) {
+        T x = w[j];
+#pragma unroll
+        for (int c = 1; c < V; ++c) x = m == c ? w[j + c] : x;
+        v[j] = x;
+    }
+}
+
+template <typename T, int R>
+__global__ void box_load(const T *__restrict__ in, T *__restrict__ out, int width) {
+    const int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
+    const int pitch = width + 2 * R;
+    const T *p = in + (size_t)y * pitch + x;
+    T acc = T(0);
+#pragma unroll
+    for (int dy = 0; dy <= 2 * R; ++dy)
+#pragma unroll
+        for (int dx = 0; dx <= 2 * R; ++dx)
+            acc = fma(coefb<T>(dy * (2 * R + 1) + dx), p[dy * pitch + dx], acc);
+    out[(size_t)y * width + x] = acc;
+}
+
+template <typename T, int R>
+__global__ void box_vector(const T *__restrict__ in, T *__restrict__ out, int width) {
+    const int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
+    const int pitch = width + 2 * R;
+    const T *p = in + (size_t)y * pitch + x;
+    T acc = T(0);
+#pragma unroll
+    for (int dy = 0; dy <= 2 * R; ++dy) {
+        T v[2 * R + 1];
+        row_vector<T, R>(p + dy * pitch, v);
+#pragma unroll
+        for (int dx = 0; dx <= 2 * R; ++dx) acc = fma(coefb<T>(dy * (2 * R + 1) + dx), v[dx], acc);
+    }
+    out[(size_t)y * width + x] = acc;
+}
+
+template <typename T, int R>
+__global__ void box_paper(const T *__restrict__ in, T *__restrict__ out, int width) {
+    const int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
+    const int lane = threadIdx.x & 31;
+    const int pitch = width + 2 * R;
+    const T *p = in + (size_t)y * pitch + x;
+    T acc = T(0);
+#pragma unroll
+    for (int dy = 0; dy <= 2 * R; ++dy) {
+        const T *row = p + dy * pitch + R;
+        const T c = row[0];
+#pragma unroll
+        for (int d = -R; d <= R; ++d) {
+            T v;
+            if (d == 0) v = c;
+            else if (d > 0) { v = __shfl_down_sync(0xffffffffu, c, d); if (lane + d > 31) v = row[d]; }
+            else { v = __shfl_up_sync(0xffffffffu, c, -d); if (lane + d < 0) v = row[d]; }
+            acc = fma(coefb<T>(dy * (2 * R + 1) + d + R), v, acc);
+        }
+    }
+    out[(size_t)y * width + x] = acc;
+}
+
+template <typename T, int R>
+__global__ void box_nocorner(const T *__restrict__ in, T *__restrict__ out, int width) {
+    const int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
+    const int pitch = width + 2 * R;
+    const T *p = in + (size_t)y * pitch + x;
+    T acc = T(0);
+#pragma unroll
+    for (int dy = 0; dy <= 2 * R; ++dy) {
+        const T c = p[dy * pitch + R];
+#pragma unroll
+        for (int d = -R; d <= R; ++d) {
+            T v = d == 0  ? c
+                  : d > 0 ? __shfl_down_sync(0xffffffffu, c, d)
+                          : __shfl_up_sync(0xffffffffu, c, -d);
+            acc = fma(coefb<T>(dy * (2 * R + 1) + d + R), v, acc);
+        }
+    }
+    out[(size_t)y * width + x] = acc;
+}
+"""
+
+BOX_VARIANTS = ("load", "paper", "nocorner", "vector")
+BOX_EXACT = ("paper", "vector")
+
 VARIANTS = ("load", "paper", "nocorner", "window", "window2")
 EXACT = ("paper", "window", "window2")
 
@@ -166,6 +295,7 @@ def main() -> int:
     ap.add_argument("--radii", default="2,4,6,8,12")
     ap.add_argument("--runs", type=int, default=31)
     ap.add_argument("--json", help="write the rows here")
+    ap.add_argument("--shape", choices=("row", "box"), default="row", help="1-D rows or 2-D box stencils")
     opts = ap.parse_args()
     try:
         import cupy as cp
@@ -173,6 +303,8 @@ def main() -> int:
     except ImportError as exc:
         print(f"exact_scheme: error: needs CuPy and a GPU ({exc})", file=sys.stderr)
         return 1
+    if opts.shape == "box":
+        return _box(cp, np, [int(r) for r in opts.radii.split(",")], opts.runs, opts.json)
     radii = [int(r) for r in opts.radii.split(",")]
     names = [f"{v}<{t},{r}>" for v in VARIANTS for t in ("float", "double") for r in radii]
     module = cp.RawModule(code=SOURCE, options=("-std=c++17",), name_expressions=names)
@@ -223,6 +355,62 @@ def main() -> int:
     if opts.json:
         with open(opts.json, "w") as f:
             json.dump({"device": device, "runs": opts.runs, "rows": rows}, f, indent=1)
+    return 0
+
+
+def _box(cp: Any, np: Any, radii: list[int], runs: int, out: str | None) -> int:
+    """``--shape box``: the box stencils of `BOX_SOURCE`, L2-resident
+    (2048 x 2048 outputs) and DRAM-bound (8192 x 4096)."""
+    names = [f"box_{v}<{t},{r}>" for v in BOX_VARIANTS for t in ("float", "double") for r in radii]
+    module = cp.RawModule(code=BOX_SOURCE, options=("-std=c++17",), name_expressions=names)
+    device = cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
+    rows = []
+    rng = np.random.default_rng(7)
+    for tname, dtype in (("float", np.float32), ("double", np.float64)):
+        for size_name, (width, height) in (("l2", (2048, 2048)), ("dram", (8192, 4096))):
+            for r in radii:
+                src = cp.asarray(rng.standard_normal((height + 2 * r) * (width + 2 * r)).astype(dtype))
+                outs = {v: cp.zeros(width * height, dtype=dtype) for v in BOX_VARIANTS}
+                kernels = {v: module.get_function(f"box_{v}<{tname},{r}>") for v in BOX_VARIANTS}
+                block, grid = (32, 8, 1), (width // 32, height // 8, 1)
+                args = {v: (src, outs[v], np.int32(width)) for v in BOX_VARIANTS}
+                for v in BOX_VARIANTS:
+                    kernels[v](grid, block, args[v])
+                cp.cuda.Device().synchronize()
+                want = cp.asnumpy(outs["load"]).view(np.uint32 if dtype == np.float32 else np.uint64)
+                wrong = {
+                    v: int((cp.asnumpy(outs[v]).view(want.dtype) != want).sum()) for v in BOX_VARIANTS[1:]
+                }
+                times = _time(cp, {v: (kernels[v], grid, block, args[v]) for v in BOX_VARIANTS}, runs)
+                base = statistics.median(times["load"])
+                for v in BOX_VARIANTS:
+                    ms = statistics.median(times[v])
+                    bad = 0 if v == "load" else wrong[v]
+                    rows.append(
+                        {
+                            "shape": "box",
+                            "type": tname,
+                            "size": size_name,
+                            "radius": r,
+                            "variant": v,
+                            "ms": ms,
+                            "speedup": base / ms,
+                            "exact": bad == 0,
+                            "wrong": bad,
+                        }
+                    )
+                line = "  ".join(
+                    f"{v} {base / statistics.median(times[v]):.3f}{'*' if v != 'load' and wrong[v] else ''}"
+                    for v in BOX_VARIANTS
+                )
+                print(f"{tname:6} {size_name:4} R={r:2}: {line}  (load {base * 1000:.1f} us)", flush=True)
+                bad = [v for v in BOX_EXACT if wrong[v]]
+                if bad:
+                    print(f"  NOT EXACT: {bad}", flush=True)
+    print(f"{device}; box stencils, speed-up over load (median of {runs}); * = wrong at warp edges")
+    if out:
+        with open(out, "w") as f:
+            json.dump({"device": device, "runs": runs, "shape": "box", "rows": rows}, f, indent=1)
     return 0
 
 
