@@ -278,6 +278,48 @@ def test_flows_reaching_a_block_in_the_same_state_merge(monkeypatch: pytest.Monk
     assert not merged.stores  # its store is the other flow's
 
 
+MEMO_THEN_BRANCH = """
+.visible .entry memo_branch(.param .u64 out, .param .u32 k)
+{
+    .reg .pred %p<3>;
+    .reg .b32 %r<10>;
+    .reg .b64 %rd<3>;
+    ld.param.u64 %rd1, [out];
+    ld.param.u32 %r1, [k];
+    mov.u32 %r2, %tid.x;
+    mov.u32 %r9, 0;
+    setp.lt.u32 %p1, %r2, %r1;
+    @%p1 bra SKIP;
+    add.u32 %r9, %r9, 1;
+SKIP:
+    setp.lt.u32 %p2, %r2, %r1;
+    @%p2 bra SMALL;
+    st.global.u32 [%rd1], 1;
+    ret;
+SMALL:
+    st.global.u32 [%rd1], 2;
+    ret;
+}
+"""
+
+
+def test_memoisation_never_drops_a_path_the_continuation_decides(monkeypatch: pytest.MonkeyPatch) -> None:
+    """After the diamond the two flows are in the same state, but the branch
+    that follows is decided by the condition that forked them: the flow
+    where %tid.x >= k stores 1, the one where it is below stores 2. A memo
+    that stopped the second flow there and kept the first's continuation
+    lost the store of 2 (the trace of a TMA kernel analysed only thread 0
+    so). Only a continuation with no branch left, or one the stopped flow's
+    condition implies, is shared."""
+    monkeypatch.setattr(executor, "IF_CONVERT", False)
+    monkeypatch.setattr(executor, "JOIN_FLOWS", False)
+    result = analyze(MEMO_THEN_BRANCH, "memo_branch")
+    assert result.complete
+    stored = {str(a.value) for f in result.flows for a in f.stores}
+    assert stored == {"1", "2"}
+    assert result.stats.merged == 0
+
+
 LOOP = """
 .visible .entry strided(.param .u64 in, .param .u64 out, .param .u32 n)
 {

@@ -60,7 +60,9 @@ semantics run on.
   exits included. Sides with barriers stay apart, and so do flows that
   meet only at a ``ret``.
 - **Memoisation**: a flow that enters a block with the same live registers,
-  memory and loop context as an earlier flow stops (``merged``).
+  memory and loop context as an earlier flow stops (``merged``), when the
+  earlier flow's exploration from there holds for it: no branch is left to
+  decide, or the earlier flow's path condition is part of its own.
 - **Solver**: cheapest first. Unsigned intervals of the terms
   (`ptxasw.emulator.symbolic.intervals`: ``%tid.x < 2000`` holds by the ISA
   ranges), a cache of recent models, the query with the factors of its
@@ -1142,7 +1144,8 @@ class SymbolicExecutor:
         self.sources = self._source_positions()
         self.loop_infos: dict[int, _LoopInfo] = {}
         self.loop_by_header = {loop.header: loop for loop in self.cfg.loops}
-        self.memo: dict[tuple[Any, ...], tuple[int, list[BV]]] = {}
+        self.memo: dict[tuple[Any, ...], tuple[int, list[BV], tuple[z3.BoolRef, ...]]] = {}
+        self._unbranching: dict[int, bool] = {}  # `_covered`: blocks from which no path branches
         # Joins (`_open_join`): (work-list length at the fork, fork number) of
         # forks whose flows are not all done, innermost last; the flows
         # waiting at each fork's join.
@@ -1901,12 +1904,12 @@ class SymbolicExecutor:
             if self.merge:
                 key, values = self._memo_key(st)
                 seen = self.memo.get(key)
-                if seen is not None:
+                if seen is not None and self._covered(st, seen[2]):
                     self.stats.merged += 1
                     self._finish(st, "merged", seen[0])
                     return
                 # The values stay referenced so that their Z3 ids are not reused.
-                self.memo[key] = (st.flow.id, values)
+                self.memo.setdefault(key, (st.flow.id, values, st.pc))
             st.visited.add(st.block)
             st.flow.blocks.append(st.block)
             block = cfg.blocks[st.block]
@@ -2095,6 +2098,37 @@ class SymbolicExecutor:
                 z3.ULT(value, self._omp_result("omp_get_num_teams", _OMP_RESULTS["omp_get_num_teams"]))
             )
         return value
+
+    def _covered(self, st: _State, earlier_pc: tuple[z3.BoolRef, ...]) -> bool:
+        """Whether the flow that reached ``st``'s block in the same state under
+        ``earlier_pc`` explored what ``st`` would: its branch decisions were
+        taken under its own path condition, so they hold for ``st`` only when
+        that condition is implied (every conjunct of it is one of ``st``'s),
+        or when no branch is left to decide from the block on."""
+        if self._unbranching_from(st.block):
+            return True
+        mine = {c.get_id() for c in st.pc}
+        return all(c.get_id() in mine for c in earlier_pc)
+
+    def _unbranching_from(self, block: int) -> bool:
+        """No conditional branch or return on any path from ``block``."""
+        known = self._unbranching.get(block)
+        if known is not None:
+            return known
+        self._unbranching[block] = False  # a cycle branches somewhere (or never ends)
+        cfg = self.cfg
+        b = cfg.blocks[block] if block != cfg.exit else None
+        if b is None:
+            answer = True
+        elif b.terminator is not None and b.terminator.guard is not None:
+            answer = False
+        elif b.terminator is not None and b.terminator.opcode not in ("bra", "ret", "exit", "trap"):
+            answer = False  # brx.idx
+        else:
+            nexts = [*b.targets, *([b.fallthrough] if b.fallthrough is not None else [])]
+            answer = all(self._unbranching_from(n) for n in nexts)
+        self._unbranching[block] = answer
+        return answer
 
     def _memo_key(self, st: _State) -> tuple[tuple[Any, ...], list[BV]]:
         """What makes two flows entering a block behave alike from there on:
