@@ -2337,7 +2337,7 @@ class SymbolicExecutor:
     # condition is the two sides' disjunction (their common prefix when the
     # sides are a branch and its negation). This is state merging: k branch
     # regions in a row that if-conversion could not take (they hold calls,
-    # loads or several exits) no longer make 2^k flows.
+    # loops, memory accesses or several exits) no longer make 2^k flows.
 
     def _open_join(self, st: _State, children: Sequence[_State], work: list[_State]) -> None:
         """Give ``st`` and the ``children`` it forked at its block the join
@@ -2378,7 +2378,7 @@ class SymbolicExecutor:
             st.joins = st.joins[:-1]
             waiting = self._waiting.get(key)
             if waiting is None:
-                continue
+                continue  # released: every flow of that fork has arrived or ended
             st.pending = target
             for k, other in enumerate(waiting):
                 joined = self._join(other, st, target)
@@ -2419,13 +2419,13 @@ class SymbolicExecutor:
         for k in keys:
             x, y = a.env[k], b.env[k]
             env[k] = x if x.eq(y) else simplify(z3.If(cond_a, x, y))
-        mem = list(_common_prefix(a.mem, b.mem))
+        common = len(_common_prefix(a.mem, b.mem))
+        mem = a.mem[:common]
         for side, cond in ((a, cond_a), (b, cond_b)):
-            since = side.mem[len(_common_prefix(a.mem, b.mem)) :]
-            mem.extend(self._guarded_event(e, cond) for e in since if not self._call_argument(e))
-        trace = list(a.flow.trace[:shared])
-        trace.extend(self._guarded(x, cond_a, len(pc)) for x in added_a)
-        trace.extend(self._guarded(x, cond_b, len(pc)) for x in added_b)
+            mem.extend(_guarded_event(e, cond) for e in side.mem[common:] if not self._call_argument(e))
+        trace = a.flow.trace[:shared]
+        trace.extend(_guarded_access(x, cond_a, len(pc)) for x in added_a)
+        trace.extend(_guarded_access(x, cond_b, len(pc)) for x in added_b)
         flow = Flow(len(self.flows), parent=a.flow.id, fork_index=shared, trace=trace)
         flow.joined_from = (a.flow.id, b.flow.id)
         flow.may_alias_store = _joined_marks(a.flow, b.flow, shared, len(added_a))
@@ -2450,17 +2450,6 @@ class SymbolicExecutor:
             undefined=undefined,
             joins=a.joins,
         )
-
-    def _guarded(self, access: Access, cond: z3.BoolRef, conditions: int) -> Access:
-        guard = cond if access.guard is None else simplify(z3.And(cond, access.guard))
-        return dataclasses.replace(access, guard=guard, conditions=min(access.conditions, conditions))
-
-    @staticmethod
-    def _guarded_event(event: _MemEvent, cond: z3.BoolRef) -> _MemEvent:
-        if event.kind != "store":
-            return event  # a clobber: memory may have changed, whichever side ran
-        guard = cond if event.guard is None else simplify(z3.And(cond, event.guard))
-        return dataclasses.replace(event, guard=guard)
 
     def _call_argument(self, event: _MemEvent) -> bool:
         """A store of an inlined call's argument or result: only the callee
@@ -2602,6 +2591,26 @@ def _common_prefix(a: Sequence[_T], b: Sequence[_T]) -> Sequence[_T]:
             break
         n += 1
     return a[:n]
+
+
+def _and_guard(cond: z3.BoolRef, guard: z3.BoolRef | None) -> z3.BoolRef:
+    return cond if guard is None else simplify(z3.And(cond, guard))
+
+
+def _guarded_access(access: Access, cond: z3.BoolRef, conditions: int) -> Access:
+    """A side's access in a joined flow: under its side's condition, and
+    holding only the ``conditions`` path conjuncts the sides share."""
+    return dataclasses.replace(
+        access, guard=_and_guard(cond, access.guard), conditions=min(access.conditions, conditions)
+    )
+
+
+def _guarded_event(event: _MemEvent, cond: z3.BoolRef) -> _MemEvent:
+    """A side's memory event in a joined flow: a store happened under its
+    side's condition; a clobber stays one (memory may have changed)."""
+    if event.kind != "store":
+        return event
+    return dataclasses.replace(event, guard=_and_guard(cond, event.guard))
 
 
 def _joined_marks(a: Flow, b: Flow, shared: int, added_a: int) -> dict[int, int]:
