@@ -230,3 +230,24 @@ def test_joined_flows_store_what_every_path_stored(seed: int) -> None:
     assert joined.complete and separate.complete
     assert joined.stats.joined >= 1
     _equivalent(separate, joined)
+
+
+def test_a_joined_flows_memory_events_are_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The side's store is in the joined memory guarded and under a new id:
+    the memo keys memory states by their last event's id, and the side's
+    flow held the same store unguarded."""
+    seen: list[tuple[list[int], list[int], list[bool]]] = []
+    join = SymbolicExecutor._join
+
+    def recording(self, a, b, target):  # type: ignore[no-untyped-def]
+        joined = join(self, a, b, target)
+        if joined is not None:
+            sides = [e.id for e in (*a.mem, *b.mem)]
+            seen.append((sides, [e.id for e in joined.mem], [e.guard is not None for e in joined.mem]))
+        return joined
+
+    monkeypatch.setattr(SymbolicExecutor, "_join", recording)
+    result = analyze_kernel(module(TRIANGLE_STORE), "k")
+    assert result.stats.joined == 1
+    ((sides, ids, guarded),) = seen
+    assert ids and guarded[-1] and ids[-1] not in sides

@@ -2422,7 +2422,8 @@ class SymbolicExecutor:
         common = len(_common_prefix(a.mem, b.mem))
         mem = a.mem[:common]
         for side, cond in ((a, cond_a), (b, cond_b)):
-            mem.extend(_guarded_event(e, cond) for e in side.mem[common:] if not self._call_argument(e))
+            since = [e for e in side.mem[common:] if not self._call_argument(e)]
+            mem.extend(_guarded_event(e, cond, self._new_event_id()) for e in since)
         trace = a.flow.trace[:shared]
         trace.extend(_guarded_access(x, cond_a, len(pc)) for x in added_a)
         trace.extend(_guarded_access(x, cond_b, len(pc)) for x in added_b)
@@ -2605,12 +2606,14 @@ def _guarded_access(access: Access, cond: z3.BoolRef, conditions: int) -> Access
     )
 
 
-def _guarded_event(event: _MemEvent, cond: z3.BoolRef) -> _MemEvent:
+def _guarded_event(event: _MemEvent, cond: z3.BoolRef, new_id: int) -> _MemEvent:
     """A side's memory event in a joined flow: a store happened under its
-    side's condition; a clobber stays one (memory may have changed)."""
+    side's condition; a clobber stays one (memory may have changed). Under
+    an id of its own: the memo takes the last event's id for the memory
+    state, and the side's flow had the event unguarded."""
     if event.kind != "store":
-        return event
-    return dataclasses.replace(event, guard=_and_guard(cond, event.guard))
+        return dataclasses.replace(event, id=new_id)
+    return dataclasses.replace(event, id=new_id, guard=_and_guard(cond, event.guard))
 
 
 def _joined_marks(a: Flow, b: Flow, shared: int, added_a: int) -> dict[int, int]:
