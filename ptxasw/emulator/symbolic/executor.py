@@ -201,6 +201,9 @@ _OMP_INDICES = frozenset({"omp_get_thread_num", "omp_get_team_num"})
 # (`ptxasw.analysis.ifconvert`); off, every such branch forks.
 IF_CONVERT = True
 
+# Terminators that decide nothing when unguarded.
+_PLAIN_JUMPS = frozenset({"bra", "ret", "exit", "trap"})
+
 # Join the flows of a fork where its sides meet again (`SymbolicExecutor`'s
 # joins); off, each side runs to the end on its own.
 JOIN_FLOWS = True
@@ -2111,22 +2114,28 @@ class SymbolicExecutor:
         return all(c.get_id() in mine for c in earlier_pc)
 
     def _unbranching_from(self, block: int) -> bool:
-        """No conditional branch or return on any path from ``block``."""
+        """No conditional branch, return or loop on any path from ``block``
+        (walked, not recursed: straight runs of blocks can be long)."""
         known = self._unbranching.get(block)
         if known is not None:
             return known
-        self._unbranching[block] = False  # a cycle branches somewhere (or never ends)
         cfg = self.cfg
-        b = cfg.blocks[block] if block != cfg.exit else None
-        if b is None:
-            answer = True
-        elif b.terminator is not None and b.terminator.guard is not None:
-            answer = False
-        elif b.terminator is not None and b.terminator.opcode not in ("bra", "ret", "exit", "trap"):
-            answer = False  # brx.idx
-        else:
-            nexts = [*b.targets, *([b.fallthrough] if b.fallthrough is not None else [])]
-            answer = all(self._unbranching_from(n) for n in nexts)
+        answer = True
+        seen: set[int] = set()
+        stack = [block]
+        while stack and answer:
+            b = stack.pop()
+            if b in seen or b == cfg.exit:
+                continue
+            seen.add(b)
+            here = cfg.blocks[b]
+            term = here.terminator
+            decides = term is not None and (term.guard is not None or term.opcode not in _PLAIN_JUMPS)
+            if decides or b in self.loop_by_header:
+                answer = False  # a branch (guarded, or brx.idx) or a loop to decide
+            stack.extend(here.targets)
+            if here.fallthrough is not None:
+                stack.append(here.fallthrough)
         self._unbranching[block] = answer
         return answer
 
