@@ -2228,7 +2228,7 @@ class SymbolicExecutor:
             if ends:
                 self._finish(child, term.opcode)
             else:
-                self._open_join(st, [child], work)
+                self._open_join(st, child, work)
                 work.append(child)
             st.pc = (*st.pc, simplify(z3.Not(cond)))
             self._fix_guard(st, term, False)
@@ -2348,9 +2348,9 @@ class SymbolicExecutor:
     # regions in a row that if-conversion could not take (they hold calls,
     # loops, memory accesses or several exits) no longer make 2^k flows.
 
-    def _open_join(self, st: _State, children: Sequence[_State], work: list[_State]) -> None:
-        """Give ``st`` and the ``children`` it forked at its block the join
-        where they meet, before the children go on ``work``."""
+    def _open_join(self, st: _State, child: _State, work: list[_State]) -> None:
+        """Give ``st`` and the ``child`` it forked at its block the join where
+        they meet, before the child goes on ``work``."""
         if not JOIN_FLOWS or not self.merge or self.watch:
             return
         join = self.cfg.ipdom.get(st.block)
@@ -2361,8 +2361,7 @@ class SymbolicExecutor:
         self._open.append((len(work), key))
         self._waiting[key] = []
         entry = (join, key)
-        for flow_state in (st, *children):
-            flow_state.joins = (*flow_state.joins, entry)
+        st.joins = child.joins = (*st.joins, entry)
 
     def _returns(self, block: int) -> bool:
         """Whether ``block`` starts with an unguarded ``ret``/``exit``: nothing
@@ -2378,10 +2377,12 @@ class SymbolicExecutor:
             work.extend(reversed(self._waiting.pop(key)))
 
     def _follow(self, st: _State, target: int) -> bool:
-        """Take the edge to ``target``: wait there when it is the flow's next
-        join, else `_goto`. Whether the flow goes on now."""
+        """Take the edge to ``target``: leave the loops it leaves, then wait
+        there when it is the flow's next join (a flow that ran a loop meets
+        one that skipped it in the same loop context), else `_goto`. Whether
+        the flow goes on now."""
         while st.loops and target not in st.loops[-1].loop.body:
-            st.loops.pop()  # left behind: a flow that ran a loop meets one that skipped it
+            st.loops.pop()
         while st.joins and st.joins[-1][0] == target:
             key = st.joins[-1][1]
             st.joins = st.joins[:-1]
@@ -2474,10 +2475,8 @@ class SymbolicExecutor:
     # ---- loops -----------------------------------------------------------------
 
     def _goto(self, st: _State, target: int) -> None:
-        """Follow an edge: leave loops, stop at a back edge, abstract a loop
-        being entered."""
-        while st.loops and target not in st.loops[-1].loop.body:
-            st.loops.pop()
+        """Follow an edge whose left loops `_follow` has dropped: stop at a
+        back edge, abstract a loop being entered."""
         loop = self.loop_by_header.get(target)
         if loop is not None:
             if any(ctx.loop is loop for ctx in st.loops):
