@@ -38,7 +38,7 @@ cannot win.
 Measured on an H100 (``--shape box --radii 1,2,3``, median of 31,
 ``results/exact_scheme_box_h100.json``): the vector window loses everywhere
 (float 0.69-0.97, double 0.85-1.03) while the shuffles without corner
-handling gain 1.17-1.22 on float R = 2, 3. A 16-byte vector load of a warp
+handling gain 1.17-1.23 on float R = 2, 3. A 16-byte vector load of a warp
 moves four times the bytes of a scalar one (four L1 wavefronts): overlapping
 vectors spend wavefronts where the shuffles spend issue slots, so the L1's
 bytes matter as well as its issue slots.
@@ -185,22 +185,48 @@ __device__ __forceinline__ void row_vector(const T *s, T (&v)[2 * R + 1]) {
     }
 }
 
-template <typename T, int R>
-__global__ void box_load(const T *__restrict__ in, T *__restrict__ out, int width) {
-    const int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
-    const int pitch = width + 2 * R;
-    const T *p = in + (size_t)y * pitch + x;
-    T acc = T(0);
+// How a variant gets the window row that starts at s (s[0..2R]), centre s[R].
+template <typename T, int R> struct LoadRow {
+    static __device__ __forceinline__ void get(const T *s, T (&v)[2 * R + 1]) {
 #pragma unroll
-    for (int dy = 0; dy <= 2 * R; ++dy)
-#pragma unroll
-        for (int dx = 0; dx <= 2 * R; ++dx)
-            acc = fma(coefb<T>(dy * (2 * R + 1) + dx), p[dy * pitch + dx], acc);
-    out[(size_t)y * width + x] = acc;
-}
+        for (int j = 0; j <= 2 * R; ++j) v[j] = s[j];
+    }
+};
 
-template <typename T, int R>
-__global__ void box_vector(const T *__restrict__ in, T *__restrict__ out, int width) {
+template <typename T, int R> struct VectorRow {
+    static __device__ __forceinline__ void get(const T *s, T (&v)[2 * R + 1]) { row_vector<T, R>(s, v); }
+};
+
+template <typename T, int R> struct PaperRow {  // shuffles of the centre, edge lanes load
+    static __device__ __forceinline__ void get(const T *s, T (&v)[2 * R + 1]) {
+        const int lane = threadIdx.x & 31;
+        const T c = s[R];
+#pragma unroll
+        for (int d = -R; d <= R; ++d) {
+            T x;
+            if (d == 0) x = c;
+            else if (d > 0) { x = __shfl_down_sync(0xffffffffu, c, d); if (lane + d > 31) x = s[R + d]; }
+            else { x = __shfl_up_sync(0xffffffffu, c, -d); if (lane + d < 0) x = s[R + d]; }
+            v[d + R] = x;
+        }
+    }
+};
+
+template <typename T, int R> struct NocornerRow {  // the same shuffles, wrong at warp edges
+    static __device__ __forceinline__ void get(const T *s, T (&v)[2 * R + 1]) {
+        const T c = s[R];
+#pragma unroll
+        for (int d = -R; d <= R; ++d)
+            v[d + R] = d == 0  ? c
+                       : d > 0 ? __shfl_down_sync(0xffffffffu, c, d)
+                               : __shfl_up_sync(0xffffffffu, c, -d);
+    }
+};
+
+// One kernel for every variant: the rows differ, the sum and its order do
+// not, so the exact variants must equal box_load bit for bit.
+template <typename T, int R, typename Row>
+__device__ __forceinline__ void box(const T *__restrict__ in, T *__restrict__ out, int width) {
     const int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
     const int pitch = width + 2 * R;
     const T *p = in + (size_t)y * pitch + x;
@@ -208,55 +234,22 @@ __global__ void box_vector(const T *__restrict__ in, T *__restrict__ out, int wi
 #pragma unroll
     for (int dy = 0; dy <= 2 * R; ++dy) {
         T v[2 * R + 1];
-        row_vector<T, R>(p + dy * pitch, v);
+        Row::get(p + dy * pitch, v);
 #pragma unroll
         for (int dx = 0; dx <= 2 * R; ++dx) acc = fma(coefb<T>(dy * (2 * R + 1) + dx), v[dx], acc);
     }
     out[(size_t)y * width + x] = acc;
 }
 
-template <typename T, int R>
-__global__ void box_paper(const T *__restrict__ in, T *__restrict__ out, int width) {
-    const int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
-    const int lane = threadIdx.x & 31;
-    const int pitch = width + 2 * R;
-    const T *p = in + (size_t)y * pitch + x;
-    T acc = T(0);
-#pragma unroll
-    for (int dy = 0; dy <= 2 * R; ++dy) {
-        const T *row = p + dy * pitch + R;
-        const T c = row[0];
-#pragma unroll
-        for (int d = -R; d <= R; ++d) {
-            T v;
-            if (d == 0) v = c;
-            else if (d > 0) { v = __shfl_down_sync(0xffffffffu, c, d); if (lane + d > 31) v = row[d]; }
-            else { v = __shfl_up_sync(0xffffffffu, c, -d); if (lane + d < 0) v = row[d]; }
-            acc = fma(coefb<T>(dy * (2 * R + 1) + d + R), v, acc);
-        }
+#define BOX_VARIANT(name, Row)                                                           \
+    template <typename T, int R>                                                         \
+    __global__ void box_##name(const T *__restrict__ in, T *__restrict__ out, int width) { \
+        box<T, R, Row<T, R>>(in, out, width);                                            \
     }
-    out[(size_t)y * width + x] = acc;
-}
-
-template <typename T, int R>
-__global__ void box_nocorner(const T *__restrict__ in, T *__restrict__ out, int width) {
-    const int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
-    const int pitch = width + 2 * R;
-    const T *p = in + (size_t)y * pitch + x;
-    T acc = T(0);
-#pragma unroll
-    for (int dy = 0; dy <= 2 * R; ++dy) {
-        const T c = p[dy * pitch + R];
-#pragma unroll
-        for (int d = -R; d <= R; ++d) {
-            T v = d == 0  ? c
-                  : d > 0 ? __shfl_down_sync(0xffffffffu, c, d)
-                          : __shfl_up_sync(0xffffffffu, c, -d);
-            acc = fma(coefb<T>(dy * (2 * R + 1) + d + R), v, acc);
-        }
-    }
-    out[(size_t)y * width + x] = acc;
-}
+BOX_VARIANT(load, LoadRow)
+BOX_VARIANT(vector, VectorRow)
+BOX_VARIANT(paper, PaperRow)
+BOX_VARIANT(nocorner, NocornerRow)
 """
 
 BOX_VARIANTS = ("load", "paper", "nocorner", "vector")
