@@ -272,3 +272,100 @@ def test_trace_k_prints_what_the_whole_parse_prints(tmp_path: Path) -> None:
     missing = runner.invoke(cli, ["trace", "-k", "third", str(path)])
     assert missing.exit_code != 0
     assert "first" in missing.output and "second" in missing.output
+
+
+def test_called_only_keeps_the_bodies_of_called_functions_and_declares_the_rest() -> None:
+    # FUNCS declares every function apart (GCC's shape): ``pointed``, whose
+    # address ``points`` takes, keeps that declaration and loses its body.
+    whole = parse_ptx(FUNCS)
+    for kernel, called in (("calls", ["leaf", "middle"]), ("points", [])):
+        selected = select_kernels(FUNCS, {kernel}, called_only=True)
+        assert selected is not None
+        alone = parse_ptx(selected[0])
+        assert sorted(f.name for f in alone.functions if not f.is_kernel and f.body is not None) == called
+        assert selected[0].count("\n") == FUNCS.count("\n")
+        (k,) = alone.kernels
+        assert k == next(f for f in whole.kernels if f.name == kernel)
+    kept = select_kernels(FUNCS, {"points"}, called_only=True)
+    assert kept is not None
+    assert "pointed (.param .u64 %in_ar0);" in kept[0]
+    assert ".func unused" not in kept[0]
+
+
+# clang's OpenMP shape: the kernel hands its parallel region, defined once
+# with no declaration apart, to the runtime by address.
+OUTLINED = r"""
+.version 8.0
+.target sm_80
+.address_size 64
+
+.extern .func __kmpc_parallel_51
+(
+	.param .b64 __kmpc_parallel_51_param_0
+)
+;
+.func region(
+	.param .b64 region_param_0
+)
+{
+	.reg .b64 %rd<3>;
+	ld.param.u64 %rd1, [region_param_0];
+	ld.global.u64 %rd2, [%rd1];
+	st.global.u64 [%rd1+8], %rd2;
+	ret;
+}
+
+.visible .entry kernel(
+	.param .u64 kernel_param_0
+)
+{
+	.reg .b64 %rd<4>;
+	ld.param.u64 %rd1, [kernel_param_0];
+	cvta.to.global.u64 %rd2, %rd1;
+	ld.global.u64 %rd3, [%rd2];
+	mov.u64 %rd1, region;
+	{
+	.param .b64 param0;
+	st.param.b64 [param0], %rd1;
+	call.uni __kmpc_parallel_51, (param0);
+	}
+	st.global.u64 [%rd2+8], %rd3;
+	ret;
+}
+"""
+
+
+def test_called_only_turns_an_address_taken_definition_into_its_declaration(tmp_path: Path) -> None:
+    selected = select_kernels(OUTLINED, None, called_only=True)
+    assert selected is not None
+    kept, every = selected
+    assert every == ["kernel"]
+    assert kept.count("\n") == OUTLINED.count("\n")
+    assert "ld.global.u64 %rd2, [%rd1];" not in kept  # the region's body
+    module = parse_ptx(kept)
+    region = next(f for f in module.functions if f.name == "region")
+    assert region.body is None and [p.name for p in region.params] == ["region_param_0"]
+    whole = parse_ptx(OUTLINED)
+    assert module.kernels[0] == whole.kernels[0]
+    # Without called_only, the body stays: it is named.
+    named = select_kernels(OUTLINED, None)
+    assert named is not None and "ld.global.u64 %rd2, [%rd1];" in named[0]
+    # The trace (which follows direct calls only) says the same either way.
+    path = tmp_path / "outlined.ptx"
+    path.write_text(OUTLINED)
+    out = CliRunner().invoke(cli, ["trace", str(path)])
+    assert out.exit_code == 0, out.output
+    from ptxasw.emulator.symbolic.executor import analyze_kernel
+
+    expected = analyze_kernel(whole, "kernel").format()
+    assert expected.split(", 0.")[0] in out.output
+    assert "__kmpc_parallel_51 not followed" in out.output
+
+
+def test_called_only_keeps_what_a_trampoline_caller_names() -> None:
+    # GCC's kernels hand their region to libgomp's gomp_nvptx_main, which the
+    # analysis follows into the function argument: that body must stay.
+    text = OUTLINED.replace("__kmpc_parallel_51", "gomp_nvptx_main")
+    kept = select_kernels(text, None, called_only=True, trampolines=("gomp_nvptx_main",))
+    assert kept is not None and "ld.global.u64 %rd2, [%rd1];" in kept[0]
+    assert select_kernels(text, None, called_only=True) is not None

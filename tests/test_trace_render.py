@@ -65,8 +65,10 @@ class _Val:
         return _Val(self.value % (1 << width), width)
 
 
-def _unify(a: _Val, b: _Val) -> tuple[_Val, _Val, int]:
-    if a.width == 0 and b.width == 0:
+def _unify(a: _Val, b: _Val, arithmetic: bool = False) -> tuple[_Val, _Val, int]:
+    """Operands at one width; two predicates stay Booleans (width 0) unless
+    ``arithmetic`` (a sum, product or bit operation of two 1-bit values)."""
+    if a.width == 0 and b.width == 0 and not arithmetic:
         return a, b, 0
     # A predicate next to a bit-vector is the 1-bit value 0 or 1.
     a, b = (_Val(x.value, 1) if x.width == 0 else x for x in (a, b))
@@ -134,11 +136,11 @@ class _Evaluator:
         if op in ("&", "|", "^"):  # associative: chains of one operator
             while self.peek() == op:
                 self.take()
-                a, b, w = _unify(a, b)
+                a, b, w = _unify(a, b, arithmetic=True)
                 a = _Val({"&": a.value & b.value, "|": a.value | b.value, "^": a.value ^ b.value}[op], w)
                 b = self.sum()
         assert self.peek() not in _BIN_OPS, "binary operators chained without parentheses"
-        a, b, w = _unify(a, b)
+        a, b, w = _unify(a, b, arithmetic=op not in _CMP_OPS)
         x, y = a.value, b.value
         if op in _CMP_OPS:
             if w and op in ("<", "<=", ">", ">="):
@@ -182,7 +184,7 @@ class _Evaluator:
         while self.peek() in ("+", "-"):
             op = self.take()[1]
             rhs = self.product()
-            v, rhs, w = _unify(v, rhs)
+            v, rhs, w = _unify(v, rhs, arithmetic=True)
             v = _Val((v.value + rhs.value if op == "+" else v.value - rhs.value) % (1 << w), w)
         return v
 
@@ -191,7 +193,7 @@ class _Evaluator:
         while self.peek() == "*":
             self.take()
             rhs = self.unary()
-            v, rhs, w = _unify(v, rhs)
+            v, rhs, w = _unify(v, rhs, arithmetic=True)
             v = _Val(v.value * rhs.value % (1 << w), w)
         return v
 

@@ -119,14 +119,17 @@ def trace_command(
     strict: bool,
 ) -> None:
     """Print the symbolic memory trace of each kernel and flow."""
+    from ptxasw.analysis.inline import TRAMPOLINES
     from ptxasw.emulator.symbolic import batch
     from ptxasw.emulator.symbolic.executor import Budget
 
     try:
         with _status(f"parsing {source}", enabled=sys.stderr.isatty()):
             # With -k, only those kernels are parsed (a large file's others
-            # would cost more than the analysis); names: all of the file's.
-            module, every = read_kernels(source, kernels)
+            # would cost more than the analysis), and of the device functions
+            # only those called by name, which the analysis inlines; names:
+            # all of the file's kernels.
+            module, every = read_kernels(source, kernels, called_only=True, trampolines=TRAMPOLINES)
         names = every if every is not None else [fn.name for fn in module.kernels]
         check_kernels(names, kernels)
     except PtxError as exc:

@@ -893,15 +893,26 @@ def read_ptx(source: str) -> ir.Module:
     return parse_ptx(read_text(source), "<stdin>" if source == "-" else source)
 
 
-def read_kernels(source: str, kernels: Collection[str]) -> tuple[ir.Module, list[str] | None]:
+def read_kernels(
+    source: str, kernels: Collection[str], called_only: bool = False, trampolines: Collection[str] = ()
+) -> tuple[ir.Module, list[str] | None]:
     """`read_ptx` that parses, of the file's kernels, only ``kernels`` (the
     others' lines blanked, `outline.select_kernels`: positions unchanged),
     and every kernel's name in file order. When the outline is unsure, or no
     kernel is asked for, the whole file is parsed and the names are None
-    (the module's own kernels are all of them)."""
+    (the module's own kernels are all of them).
+
+    ``called_only`` (for an analysis, which follows direct calls only):
+    the device functions that are not called by name keep only their
+    declarations, with or without kernels asked for. clang's OpenMP
+    offload code hands each parallel region to the runtime by address, and
+    those bodies are most of the file. ``trampolines``: runtime calls that
+    the analysis follows into their function argument (GCC's libgomp entry
+    points), whose callers keep every function they name."""
     text = read_text(source)
     path = "<stdin>" if source == "-" else source
-    selected = select_kernels(text, set(kernels)) if kernels else None
+    wanted = set(kernels) if kernels else None
+    selected = select_kernels(text, wanted, called_only, trampolines) if kernels or called_only else None
     if selected is None:
         return parse_ptx(text, path), None
     kept, names = selected

@@ -18,6 +18,7 @@ the caller parses the whole file.
 from __future__ import annotations
 
 import re
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 __all__ = ["KernelSpan", "kernel_spans", "select_kernels"]
@@ -46,6 +47,7 @@ class KernelSpan:
     end: int
     defined: bool = True
     kind: str = ".entry"
+    body: int = -1  # where a definition's ``{`` is
 
 
 def kernel_spans(text: str) -> list[KernelSpan] | None:
@@ -104,7 +106,7 @@ def _kernel_at(text: str, keyword: int, after: int, kind: str = ".entry") -> Ker
     rest = text[close + 1 : line_end].strip()
     if rest and not rest.startswith("//"):
         return False
-    return KernelSpan(name.group(1), start, line_end, defined, kind)
+    return KernelSpan(name.group(1), start, line_end, defined, kind, body.start() if defined else -1)
 
 
 def _skip_returns(text: str, after: int) -> int:
@@ -130,15 +132,29 @@ def _matching_brace(text: str, open_at: int) -> int | None:
     return None
 
 
-def select_kernels(text: str, names: set[str]) -> tuple[str, list[str]] | None:
-    """``text`` with every kernel not in ``names`` blanked, and every device
-    function that nothing kept names (newlines kept), and the names of all
-    the file's kernels; None when the outline is unsure, a name asked for is
-    not a kernel here, or what is kept names a blanked kernel or function."""
+def select_kernels(
+    text: str, names: set[str] | None, called_only: bool = False, trampolines: Collection[str] = ()
+) -> tuple[str, list[str]] | None:
+    """``text`` with every kernel not in ``names`` (None: all of them)
+    blanked, and every device function that nothing kept names (newlines
+    kept), and the names of all the file's kernels; None when the outline is
+    unsure, a name asked for is not a kernel here, or what is kept names a
+    blanked kernel or function.
+
+    ``called_only``: keep the bodies of only the functions that kept code
+    calls by name; one whose address is taken (an OpenMP outlined region
+    handed to ``__kmpc_parallel_51``, a function-pointer table) keeps just
+    its declaration. That is all an analysis that follows direct calls
+    reads, not a module to print or assemble. A body that calls one of
+    ``trampolines`` (runtime entry points that call a function argument,
+    which the analysis follows) keeps every function it names.
+    """
     spans = kernel_spans(text)
     if spans is None:
         return None
     defined = [s.name for s in spans if s.defined and s.kind == ".entry"]
+    if names is None:
+        names = set(defined)
     if not names <= set(defined) or len(set(defined)) != len(defined):
         return None
     drop = {i for i, s in enumerate(spans) if s.kind == ".entry" and s.name not in names}
@@ -150,37 +166,80 @@ def select_kernels(text: str, names: set[str]) -> tuple[str, list[str]] | None:
             definitions.setdefault(spans[i].name, []).append(i)
     kept_funcs: set[str] = set()
     base = _blank(text, [s for i, s in enumerate(spans) if i in drop or i in funcs])
-    named = _words(base)
+
+    def reach(part: str) -> set[str]:
+        if not called_only:
+            return _words(part)
+        called = _called(part)
+        return _words(part) if called & set(trampolines) else called
+
+    named = reach(base)
     pending = [i for word in named for i in definitions.get(word, ())]
     while pending:
         i = pending.pop()
         if spans[i].name in kept_funcs:
             continue
         kept_funcs.add(spans[i].name)
-        new = _words(text[spans[i].start : spans[i].end]) - named
+        new = reach(text[spans[i].start : spans[i].end]) - named
         named |= new
         pending.extend(j for word in new for j in definitions.get(word, ()))
+    unkept = {i for i in funcs if spans[i].name in definitions and spans[i].name not in kept_funcs}
+    headers: list[KernelSpan] = []
+    if called_only:
+        unkept, headers = _address_taken(text, spans, drop, unkept)
     # A function defined here and not kept goes with its declarations; one
     # only declared (``.extern .func vprintf``) stays: it costs nothing.
-    drop |= {i for i in funcs if spans[i].name in definitions and spans[i].name not in kept_funcs}
-    blanked = {spans[i].name for i in drop}
-    kept = _blank(text, [spans[i] for i in sorted(drop)])
-    if blanked & _words(kept):
+    drop |= unkept
+    gone = {spans[i].name for i in drop} - {spans[i].name for i in funcs if i not in drop}
+    kept = _blank(text, [spans[i] for i in sorted(drop)], headers)
+    if (gone - {h.name for h in headers}) & _words(kept):
         return None
     return kept, defined
 
 
-def _blank(text: str, spans: list[KernelSpan]) -> str:
+def _address_taken(
+    text: str, spans: list[KernelSpan], drop: set[int], unkept: set[int]
+) -> tuple[set[int], list[KernelSpan]]:
+    """Of the functions not kept (``unkept``), those the kept text still
+    names (their address is taken) keep a declaration: their own, which
+    leaves ``unkept``, or where they have none apart, their definition's
+    header (returned, to be kept by `_blank`)."""
+    named = _words(_blank(text, [spans[i] for i in sorted(drop | unkept)]))
+    still = {spans[i].name for i in unkept} & named
+    declared = {spans[i].name for i in unkept if not spans[i].defined and spans[i].name in still}
+    headers: dict[str, KernelSpan] = {}
+    for i in sorted(unkept):
+        span = spans[i]
+        if span.name in still and span.name not in declared:
+            headers.setdefault(span.name, span)
+    return {i for i in unkept if spans[i].defined or spans[i].name not in declared}, list(headers.values())
+
+
+def _blank(text: str, spans: list[KernelSpan], headers: Sequence[KernelSpan] = ()) -> str:
     """``text`` with the lines of ``spans`` (in file order) emptied, their
-    newlines kept."""
+    newlines kept; of a span in ``headers``, the header up to its body stays,
+    ended by ``;`` (a declaration) where the body was."""
     parts: list[str] = []
     pos = 0
     for span in sorted(spans, key=lambda s: s.start):
         parts.append(text[pos : span.start])
-        parts.append("\n" * text.count("\n", span.start, span.end))
+        start = span.start
+        if any(h is span for h in headers):
+            parts.append(text[span.start : span.body] + ";")
+            start = span.body
+        parts.append("\n" * text.count("\n", start, span.end))
         pos = span.end
     parts.append(text[pos:])
     return "".join(parts)
+
+
+# A call by name: ``call.uni (retval), NAME, (args)`` or ``call NAME, (args)``.
+_CALLEE = re.compile(r"\bcall(?:\.uni)?\s+(?:\([^)]*\)\s*,\s*)?(" + _IDENTIFIER_TEXT + ")")
+
+
+def _called(text: str) -> set[str]:
+    """The functions ``text`` calls by name outside comments."""
+    return set(_CALLEE.findall(_COMMENT.sub(" ", text)))
 
 
 def _words(text: str) -> set[str]:
