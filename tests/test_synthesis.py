@@ -154,7 +154,8 @@ def test_a_wrong_rewrite_fails_its_proof() -> None:
     wrong = [dataclasses.replace(v, delta=v.delta + 1) for v in mapped]
     sites = emit_shuffles(FunctionBuilder(trial_fn, trial_module), wrong, "normal")
     loads = [v.load for v in plan.chosen]
-    result = prove_sites(plan.analysis, trial_module, trial_fn, sites, loads, Budget())
+    sources = [v.source for v in plan.chosen]
+    result = prove_sites(plan.analysis, trial_module, trial_fn, sites, loads, sources, Budget())
     assert result.outcomes and all(o != PROVED for o in result.outcomes)
 
 
@@ -248,3 +249,98 @@ def test_a_load_that_may_not_have_run_is_no_source() -> None:
     plan = detect_kernel(mod, mod.function("k"), Options())
     by_offset = {v.load.operands[1].offset: v for v in plan.verdicts}
     assert by_offset[4].status is not Status.SHUFFLE, by_offset[4]
+
+
+# An in-place update: each thread stores x[t] between loading x[t+1] and
+# x[t+2]. Its own store never touches x[t+2], but lane t+2's does, and the
+# warp runs the store for every lane before the second load: the value lane
+# t+1 loaded first is stale by then.
+IN_PLACE = """
+.version 8.0
+.target sm_80
+.address_size 64
+
+.visible .entry inplace(
+	.param .u64 inplace_x,
+	.param .u64 inplace_y
+)
+{
+	.reg .b32 	%r<2>;
+	.reg .f32 	%f<4>;
+	.reg .b64 	%rd<8>;
+
+	ld.param.u64 	%rd1, [inplace_x];
+	ld.param.u64 	%rd2, [inplace_y];
+	cvta.to.global.u64 	%rd3, %rd1;
+	cvta.to.global.u64 	%rd4, %rd2;
+	mov.u32 	%r1, %tid.x;
+	mul.wide.u32 	%rd5, %r1, 4;
+	add.s64 	%rd6, %rd3, %rd5;
+	ld.global.f32 	%f1, [%rd6+4];
+	st.global.f32 	[%rd6], %f1;
+	ld.global.f32 	%f2, [%rd6+8];
+	add.f32 	%f3, %f1, %f2;
+	add.s64 	%rd7, %rd4, %rd5;
+	st.global.f32 	[%rd7], %f3;
+	ret;
+}
+"""
+
+
+def _run_inplace(path: Path, x: Path, out: Path) -> tuple[object, object]:
+    import numpy as np
+    from click.testing import CliRunner
+
+    from ptxasw.cli import main as cli
+
+    args = ["run", str(path), "--block", "64", "--arg", f"{x}@out", "--arg", "zeros:f32:70@out"]
+    args += ["-o", str(out)]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    return np.load(out / "arg0.npy"), np.load(out / "arg1.npy")
+
+
+def test_another_lanes_store_in_between_blocks_the_shuffle(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import numpy as np
+
+    from ptxasw.synth import detect
+
+    module = parse_ptx(IN_PLACE, "inplace.ptx")
+    plan = plan_kernel(module, module.kernels[0])
+    by_line = {v.load.loc.line: v for v in plan.verdicts}
+    second = by_line[24]
+    assert second.status is Status.BLOCKED
+    assert second.reason.startswith("store in between (another lane")
+    assert not plan.chosen
+
+    # Without the check, detection shuffles it (N = 1 from line 21), and the
+    # proof refuses it on its own.
+    monkeypatch.setattr(detect, "lanes_may_write", lambda *args: False)
+    unchecked = detect_kernel(module, module.kernels[0], Options())
+    assert [(v.load.loc.line, v.delta) for v in unchecked.chosen] == [(24, 1)]
+    forced = plan_kernel(module, module.kernels[0])
+    assert not forced.chosen and forced.verdicts[1].reason.startswith("proof failed")
+
+    # And the rewrite the proof refuses is wrong: the interpreter tells.
+    trial_fn, trial_module, mapped = _copy_with(module, module.kernels[0], unchecked.verdicts)
+    emit_shuffles(FunctionBuilder(trial_fn, trial_module), mapped, "normal")
+    x = tmp_path / "x.npy"
+    np.save(x, np.random.default_rng(3).standard_normal(70).astype(np.float32))
+    (tmp_path / "a.ptx").write_text(IN_PLACE)
+    (tmp_path / "b.ptx").write_text(print_module(trial_module))
+    before = _run_inplace(tmp_path / "a.ptx", x, tmp_path / "a")
+    after = _run_inplace(tmp_path / "b.ptx", x, tmp_path / "b")
+    assert not np.array_equal(before[1], after[1])
+
+
+def test_read_only_memory_needs_no_lane_check() -> None:
+    # ld.global.nc: nothing writes the memory while the kernel runs, so a
+    # store in between (here to another array) cannot make the value stale.
+    text = IN_PLACE.replace("ld.global.f32", "ld.global.nc.f32").replace(
+        "st.global.f32 \t[%rd6], %f1;", "st.global.f32 \t[%rd4], %f1;"
+    )
+    module = parse_ptx(text, "readonly.ptx")
+    plan = plan_kernel(module, module.kernels[0])
+    assert [(v.load.loc.line, v.delta, v.proof) for v in plan.chosen] == [(24, 1, PROVED)]

@@ -45,7 +45,7 @@ from ptxasw import ir
 from ptxasw.analysis.cfg import CFG
 from ptxasw.emulator.symbolic.executor import Access, Budget, Flow, KernelAnalysis, SymbolicExecutor
 from ptxasw.ir import isa
-from ptxasw.synth.solver import NO_WRAP, Prover, shift_thread
+from ptxasw.synth.solver import NO_WRAP, Prover, TermConstants, lanes_may_write, shift_thread
 
 __all__ = [
     "MODES",
@@ -172,7 +172,7 @@ class _Detector:
         self.widths = register_widths(fn)
         self._values: dict[tuple[int, int], tuple[z3.ExprRef, int | None]] = {}
         self._global_memo: dict[int, bool] = {}
-        self._constants = _Constants()
+        self._constants = TermConstants()
         self._samples: dict[tuple[str, int, int], z3.BitVecNumRef] = {}
         # Where each module instruction sits in the analysed (inlined) body,
         # and on which flows it ran.
@@ -354,12 +354,16 @@ class _Detector:
                     return _Pair(None, "store in between")
             if a.version != b.version or a.value is None or b.value is None:
                 return _Pair(None, "store in between")
-            source_terms.add(a.value.get_id())
-            if len(source_terms) > 1:
-                return _Pair(None, "divergent flow (the source value differs between paths)")
             # B may run guarded on this flow (if-converted code): where it runs is part of its context.
             guard = [b.guard] if b.guard is not None else []
             hypotheses = [*self.analysis.assumptions, *flow.condition, *guard]
+            if not (a.readonly or b.readonly) and lanes_may_write(
+                self.prover, flow.trace[i + 1 : j], b, hypotheses, self._constants
+            ):
+                return _Pair(None, "store in between (another lane of the warp may write the address)")
+            source_terms.add(a.value.get_id())
+            if len(source_terms) > 1:
+                return _Pair(None, "divergent flow (the source value differs between paths)")
             if delta is None:
                 guess = self._guess_delta(a, b)
                 if isinstance(guess, str):
@@ -460,47 +464,6 @@ def _loads_pointer(address: z3.ExprRef) -> bool:
 def _signed_bits(value: int, width: int) -> int:
     value %= 1 << width
     return value - (1 << width) if value >> (width - 1) else value
-
-
-class _Constants:
-    """The uninterpreted constants of terms, memoised per subterm.
-
-    The addresses of a kernel's loads share most of their subterms, and
-    every candidate pair evaluates both at sample points: one walk per
-    distinct subterm instead of one per address. Terms are kept alive beside
-    their answers so that their ids are not reused."""
-
-    def __init__(self) -> None:
-        self._memo: dict[int, tuple[z3.ExprRef, dict[str, z3.ExprRef]]] = {}
-
-    def of(self, term: z3.ExprRef) -> list[z3.ExprRef]:
-        """The constants of ``term``, in a fixed order (by name)."""
-        found = self._found(term)
-        return [found[k] for k in sorted(found)]
-
-    def _found(self, term: z3.ExprRef) -> dict[str, z3.ExprRef]:
-        hit = self._memo.get(term.get_id())
-        if hit is not None:
-            return hit[1]
-        # Post-order without recursion: kernels' terms can be thousands deep.
-        stack: list[tuple[z3.ExprRef, bool]] = [(term, False)]
-        while stack:
-            node, done = stack.pop()
-            key = node.get_id()
-            if key in self._memo:
-                continue
-            children = node.children()
-            if not done and children:
-                stack.append((node, True))
-                stack.extend((c, False) for c in children if c.get_id() not in self._memo)
-                continue
-            found: dict[str, z3.ExprRef] = {}
-            if z3.is_const(node) and node.decl().kind() == z3.Z3_OP_UNINTERPRETED:
-                found[str(node)] = node
-            for c in children:
-                found.update(self._memo[c.get_id()][1])
-            self._memo[key] = (node, found)
-        return self._memo[term.get_id()][1]
 
 
 def _last_before(trace: list[Access], inst: ir.Instruction, j: int) -> int | None:

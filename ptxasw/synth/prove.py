@@ -32,7 +32,7 @@ import z3
 from ptxasw import ir
 from ptxasw.emulator.symbolic.executor import Budget, Flow, KernelAnalysis, SymbolicExecutor
 from ptxasw.synth.codegen import Site
-from ptxasw.synth.solver import NO_WRAP, Prover
+from ptxasw.synth.solver import NO_WRAP, Prover, TermConstants, lanes_may_write
 
 __all__ = ["ProofResult", "prove_sites"]
 
@@ -59,12 +59,14 @@ def prove_sites(
     fn: ir.Function,
     sites: list[Site],
     loads: list[ir.Instruction],
+    sources: list[ir.Instruction | None],
     budget: Budget,
     timeout_ms: int = 500,
 ) -> ProofResult:
     """Check ``sites`` of the rewritten ``fn`` (in ``module``) against the
     original's analysis (run with ``merge=False``); ``loads[k]`` is the
-    original kernel's load that site k replaced."""
+    original kernel's load that site k replaced, ``sources[k]`` the original
+    load whose value it shuffles."""
     outcomes = [PROVED] * len(sites)
     assumptions: list[set[str]] = [set() for _ in sites]
 
@@ -87,6 +89,7 @@ def prove_sites(
     if pairs is None:
         return ProofResult(["not proved: the rewrite's paths differ"] * len(sites), assumptions, rewritten)
     prover = Prover(timeout_ms)
+    constants = TermConstants()
     site_of = {id(s.last): k for k, s in enumerate(sites)}
     source_terms: dict[int, set[int]] = defaultdict(set)
     base = [*original.assumptions, *rewritten.assumptions]
@@ -111,6 +114,9 @@ def prove_sites(
                 continue
             if new_value.size() != value.size():
                 outcomes[k] = "failed: the register and the load differ in width"
+                continue
+            if _stale_in_warp(prover, constants, hypotheses, old, loads[k], sources[k], nth):
+                outcomes[k] = "failed: another lane may store to the address between the source and the load"
                 continue
             holds, no_wrap = prover.equal_by_cases(hypotheses, new_value, value)
             if not holds:
@@ -151,6 +157,31 @@ def _pair_flows(old: list[Flow], new: list[Flow]) -> list[tuple[Flow, Flow]] | N
 
 def _loads_of(flow: Flow, inst: ir.Instruction) -> list[int]:
     return [j for j, a in enumerate(flow.trace) if a.kind == "ld" and a.inst is inst]
+
+
+def _stale_in_warp(
+    prover: Prover,
+    constants: TermConstants,
+    hypotheses: list[z3.BoolRef],
+    flow: Flow,
+    load: ir.Instruction,
+    source: ir.Instruction | None,
+    nth: int,
+) -> bool:
+    """Whether, on ``flow``, another lane's store may write the address of the
+    ``nth`` run of ``load`` after the source load last ran (`lanes_may_write`):
+    the equality of values below is of one thread's memory, which no other
+    thread writes."""
+    positions = _loads_of(flow, load)
+    if source is None or nth >= len(positions):
+        return True
+    j = positions[nth]
+    i = next((p for p in range(j - 1, -1, -1) if flow.trace[p].inst is source), None)
+    if i is None:
+        return True
+    if flow.trace[i].readonly or flow.trace[j].readonly:
+        return False  # memory nothing writes while the kernel runs (ld.global.nc)
+    return lanes_may_write(prover, flow.trace[i + 1 : j], flow.trace[j], hypotheses, constants)
 
 
 def _nth_load_value(flow: Flow, inst: ir.Instruction, nth: int) -> z3.ExprRef | None:

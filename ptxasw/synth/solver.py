@@ -24,11 +24,22 @@ from typing import Any
 
 import z3
 
+from ptxasw.emulator.symbolic.affine import overlap_condition
 from ptxasw.emulator.symbolic.domain import simplify
-from ptxasw.emulator.symbolic.executor import RLIMIT_PER_MS
+from ptxasw.emulator.symbolic.executor import RLIMIT_PER_MS, Access
 from ptxasw.emulator.symbolic.independence import Symbols
 
-__all__ = ["NO_WRAP", "Prover", "clear_memos", "normal_form", "shift_thread", "without_wrap"]
+__all__ = [
+    "NO_WRAP",
+    "Prover",
+    "TermConstants",
+    "clear_memos",
+    "lanes_may_write",
+    "normal_form",
+    "other_thread",
+    "shift_thread",
+    "without_wrap",
+]
 
 BV = z3.BitVecRef
 
@@ -143,6 +154,105 @@ def shift_thread(value: z3.ExprRef, delta: int) -> z3.ExprRef:
     out = simplify(z3.substitute(value, (_TID_X, _TID_X + n), (_LANEID, _LANEID + n)))
     _SHIFT_MEMO[key] = (value, out)
     return out
+
+
+def other_thread(
+    terms: Sequence[z3.ExprRef], constants: Sequence[z3.ExprRef]
+) -> tuple[list[z3.ExprRef], list[z3.BoolRef]]:
+    """``terms`` as another thread of the block computes them, and what is
+    known of that thread: its ``%tid`` (and lane) renamed ``'``-primed,
+    within the block shape, and every per-thread unknown of ``constants``
+    (the terms' constants: a fresh value's name has a ``!``, an atomic's
+    old value, an unmodelled result) renamed too, since the other thread's
+    is its own. Kernel parameters, block and grid stay: a warp's lanes
+    share them. Loads follow their addresses: the other thread's load of
+    the same memory."""
+    pairs: list[tuple[z3.ExprRef, z3.ExprRef]] = []
+    facts: list[z3.BoolRef] = []
+    for c in constants:
+        name = c.decl().name()
+        if name.startswith(("%tid.", "%laneid", "%lanemask_")) or "!" in name:
+            primed = z3.Const(name + "'", c.sort())
+            pairs.append((c, primed))
+            if name.startswith("%tid."):
+                facts.append(z3.ULT(primed, z3.BitVec("%ntid." + name[-1], 32)))
+            elif name == "%laneid":
+                facts.append(z3.ULT(primed, 32))
+    if not pairs:
+        return list(terms), facts
+    return [z3.substitute(t, *pairs) for t in terms], facts
+
+
+class TermConstants:
+    """The uninterpreted constants of terms, memoised per subterm.
+
+    The addresses of a kernel's loads share most of their subterms, and
+    every candidate pair evaluates both at sample points: one walk per
+    distinct subterm instead of one per address. Terms are kept alive beside
+    their answers so that their ids are not reused."""
+
+    def __init__(self) -> None:
+        self._memo: dict[int, tuple[z3.ExprRef, dict[str, z3.ExprRef]]] = {}
+
+    def of(self, term: z3.ExprRef) -> list[z3.ExprRef]:
+        """The constants of ``term``, in a fixed order (by name)."""
+        found = self._found(term)
+        return [found[k] for k in sorted(found)]
+
+    def _found(self, term: z3.ExprRef) -> dict[str, z3.ExprRef]:
+        hit = self._memo.get(term.get_id())
+        if hit is not None:
+            return hit[1]
+        # Post-order without recursion: kernels' terms can be thousands deep.
+        stack: list[tuple[z3.ExprRef, bool]] = [(term, False)]
+        while stack:
+            node, done = stack.pop()
+            key = node.get_id()
+            if key in self._memo:
+                continue
+            children = node.children()
+            if not done and children:
+                stack.append((node, True))
+                stack.extend((c, False) for c in children if c.get_id() not in self._memo)
+                continue
+            found: dict[str, z3.ExprRef] = {}
+            if z3.is_const(node) and node.decl().kind() == z3.Z3_OP_UNINTERPRETED:
+                found[str(node)] = node
+            for c in children:
+                found.update(self._memo[c.get_id()][1])
+            self._memo[key] = (node, found)
+        return self._memo[term.get_id()][1]
+
+
+def lanes_may_write(
+    prover: Prover,
+    between: Sequence[Access],
+    load: Access,
+    hypotheses: Sequence[z3.BoolRef],
+    constants: TermConstants,
+) -> bool:
+    """Whether a store or atomic of ``between`` (the events after a shuffle's
+    source load and before the load it replaces) may write the load's
+    address when another lane runs it.
+
+    A warp runs them in step, so another lane's store lands between the
+    source lane's load and this one, and the value the shuffle brings is
+    stale: an in-place update ``x[i] = ...`` read back as ``x[i-1]``. The
+    memory versions of the single-thread analysis see only the thread's own
+    stores. Any thread of the block stands for the other lane, and what it
+    may write is not narrowed by its path condition."""
+    if load.address is None:
+        return True
+    for event in between:
+        if event.kind not in ("st", "atom") or event.space not in (".global", "generic", None):
+            continue
+        if event.address is None:
+            return True
+        (theirs,), facts = other_thread([event.address], constants.of(event.address))
+        overlap = overlap_condition(simplify(theirs - load.address), event.nbytes, load.nbytes)
+        if prover.proves([*hypotheses, *facts], z3.Not(overlap)) is not True:
+            return True
+    return False
 
 
 def normal_form(e: z3.ExprRef) -> z3.ExprRef:

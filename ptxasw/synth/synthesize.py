@@ -59,8 +59,9 @@ def plan_kernel(module: ir.Module, fn: ir.Function, options: Options | None = No
             FunctionBuilder(trial_fn, trial_module), mapped, "normal", plan.block_shape_known
         )
         loads = [v.load for v in chosen]
+        sources = [v.source for v in chosen]
         result = prove_sites(
-            plan.analysis, trial_module, trial_fn, sites, loads, budget, options.solver_timeout_ms
+            plan.analysis, trial_module, trial_fn, sites, loads, sources, budget, options.solver_timeout_ms
         )
         # Sites are emitted in the order of the rewritten verdicts.
         failed = False
