@@ -344,3 +344,71 @@ def test_read_only_memory_needs_no_lane_check() -> None:
     module = parse_ptx(text, "readonly.ptx")
     plan = plan_kernel(module, module.kernels[0])
     assert [(v.load.loc.line, v.delta, v.proof) for v in plan.chosen] == [(24, 1, PROVED)]
+
+
+# Two loads a lane apart with something between them (``{between}``) and
+# the loads' own qualifiers (``{q}``).
+ORDERED = """
+.version 8.0
+.target sm_80
+.address_size 64
+
+.visible .entry ordered(
+	.param .u64 ordered_x,
+	.param .u64 ordered_flag,
+	.param .u64 ordered_y
+)
+{{
+	.reg .b32 	%r<3>;
+	.reg .f32 	%f<4>;
+	.reg .b64 	%rd<9>;
+
+	ld.param.u64 	%rd1, [ordered_x];
+	ld.param.u64 	%rd2, [ordered_flag];
+	ld.param.u64 	%rd3, [ordered_y];
+	cvta.to.global.u64 	%rd4, %rd1;
+	cvta.to.global.u64 	%rd5, %rd2;
+	cvta.to.global.u64 	%rd6, %rd3;
+	mov.u32 	%r1, %tid.x;
+	mul.wide.u32 	%rd7, %r1, 4;
+	add.s64 	%rd8, %rd4, %rd7;
+	ld.global{q}.f32 	%f1, [%rd8];
+	{between}
+	ld.global{q}.f32 	%f2, [%rd8+4];
+	add.f32 	%f3, %f1, %f2;
+	add.s64 	%rd8, %rd6, %rd7;
+	st.global.f32 	[%rd8], %f3;
+	ret;
+}}
+"""
+
+
+@pytest.mark.parametrize(
+    ("between", "qualifiers", "why"),
+    [
+        ("", "", None),
+        ("membar.gl;", "", "membar.gl"),
+        ("fence.acq_rel.gpu;", "", "fence"),
+        ("ld.acquire.gpu.global.b32 \t%r2, [%rd5];", "", "ld.acquire"),
+        ("atom.global.add.u32 \t%r2, [%rd5], 1;", "", "atom"),
+        ("ld.volatile.global.b32 \t%r2, [%rd5];", "", "ld.volatile"),
+        ("", ".volatile", "volatile"),
+        ("", ".relaxed.gpu", "memory-ordered"),
+    ],
+    ids=["plain", "membar", "fence", "acquire", "atomic", "volatile-flag", "volatile-loads", "relaxed-loads"],
+)
+def test_synchronisation_between_or_on_the_loads_keeps_them(
+    between: str, qualifiers: str, why: str | None
+) -> None:
+    """A message-passing reader: after a fence, an acquire, a volatile flag
+    or an atomic, the second load may see what another thread published;
+    a value loaded before (by any lane) may be stale. Volatile and ordered
+    loads are never shuffled at all."""
+    module = parse_ptx(ORDERED.format(between=between, q=qualifiers), "ordered.ptx")
+    plan = plan_kernel(module, module.kernels[0])
+    second = max(plan.verdicts, key=lambda v: v.load.loc.line)
+    if why is None:
+        assert [(v.delta, v.proof) for v in plan.chosen] == [(1, PROVED)]
+        return
+    assert not plan.chosen, plan.chosen
+    assert why in second.reason, second.reason

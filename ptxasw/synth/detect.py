@@ -39,6 +39,7 @@ import time
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+import networkx as nx
 import z3
 
 from ptxasw import ir
@@ -173,6 +174,7 @@ class _Detector:
         self._values: dict[tuple[int, int], tuple[z3.ExprRef, int | None]] = {}
         self._global_memo: dict[int, bool] = {}
         self._constants = TermConstants()
+        self._ordering_points: list[int] | None = None
         self._samples: dict[tuple[str, int, int], z3.BitVecNumRef] = {}
         # Where each module instruction sits in the analysed (inlined) body,
         # and on which flows it ran.
@@ -327,6 +329,32 @@ class _Detector:
                 return False
         return rooted or _loads_pointer(address)
 
+    def _ordering_between(self, a: int, b: int) -> str | None:
+        """The first synchronising instruction on some path from the
+        analysed body's instruction ``a`` to ``b``, or None.
+
+        After a fence, a barrier, an acquire, a volatile or relaxed access
+        or an atomic (a flag spun on, a ticket taken), a load may see what
+        another thread stored before it synchronised: a value loaded before
+        it (by any lane) may be stale. The thread's own memory versions do
+        not show that; the CFG does, conservatively (any path, any order)."""
+        if self._ordering_points is None:
+            self._ordering_points = [k for k, inst in enumerate(self.cfg.instructions) if _synchronises(inst)]
+        ba, bb = self.cfg.block_of(a), self.cfg.block_of(b)
+        for k in self._ordering_points:
+            bk = self.cfg.block_of(k)
+            after_a = a < k if bk == ba else self._reaches(ba, bk)
+            before_b = k < b if bk == bb else self._reaches(bk, bb)
+            if after_a and before_b and k not in (a, b):
+                inst = self.cfg.instructions[k]
+                where = f" at line {inst.loc.line}" if inst.loc is not None else ""
+                return f"{inst.mnemonic}{where}"
+        return None
+
+    def _reaches(self, u: int, v: int) -> bool:
+        """A path of at least one edge from block ``u`` to block ``v``."""
+        return any(w == v or nx.has_path(self.cfg.graph, w, v) for w in self.cfg.successors(u))
+
     def _dominates(self, a: int, b: int) -> bool:
         ba, bb = self.cfg.block_of(a), self.cfg.block_of(b)
         return a < b if ba == bb else self.cfg.dominates(ba, bb)
@@ -338,6 +366,9 @@ class _Detector:
         a_index, b_index = self.index[id(source)], self.index[id(load)]
         if self.loops_of[self.cfg.block_of(a_index)] != self.loops_of[self.cfg.block_of(b_index)]:
             return _Pair(None, "loop-carried")
+        ordering = self._ordering_between(a_index, b_index)
+        if ordering is not None:
+            return _Pair(None, f"store in between (may be ordered after another thread's: {ordering})")
         delta: int | None = None
         assumptions: set[str] = set()
         source_terms: set[int] = set()
@@ -473,12 +504,21 @@ def _last_before(trace: list[Access], inst: ir.Instruction, j: int) -> int | Non
     return None
 
 
+# Memory-model qualifiers that make a load an operation of its own: it must
+# be performed (volatile, mmio) or it orders or is ordered with other
+# threads' accesses (relaxed, acquire, sc). None of them may become another
+# lane's earlier load, or be the value others take.
+_ORDERED_LOAD = frozenset({".volatile", ".relaxed", ".acquire", ".sc", ".mmio"})
+
+
 def _unsupported(inst: ir.Instruction, bits: int | None) -> str | None:
     dst = inst.operands[0] if inst.operands else None
     if isinstance(dst, ir.VectorOperand):
         return "unsupported access (vector load)"
     if inst.guard is not None:
         return "unsupported access (predicated load)"
+    if _ORDERED_LOAD & set(inst.modifiers):
+        return "unsupported access (a volatile or memory-ordered load: each one must be performed)"
     if bits not in (32, 64):
         return f"unsupported access ({bits}-bit register)"
     typ = isa.instruction_type(inst)
@@ -486,6 +526,15 @@ def _unsupported(inst: ir.Instruction, bits: int | None) -> str | None:
     if loaded != bits:
         return f"unsupported access ({loaded}-bit load into a {bits}-bit register)"
     return None
+
+
+def _synchronises(inst: ir.Instruction) -> bool:
+    """Fences, barriers and waits (the table's FENCE effect, acquire and
+    release included), atomics, and volatile or relaxed accesses."""
+    effect = isa.memory_effect(inst)
+    if effect & (isa.MemoryEffect.FENCE | isa.MemoryEffect.ATOMIC):
+        return True
+    return bool(effect) and bool(_ORDERED_LOAD & set(inst.modifiers))
 
 
 def register_widths(fn: ir.Function) -> dict[str, int]:
