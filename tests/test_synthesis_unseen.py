@@ -38,6 +38,10 @@ def _f32(r: np.random.Generator, n: int) -> np.ndarray:
     return r.standard_normal(n, np.float32)
 
 
+def _keys(r: np.random.Generator) -> np.ndarray:
+    return r.integers(0, 1000, N).astype(np.int32)
+
+
 # Per kernel: its arguments (arrays are outputs when written), and launches
 # (grid, block) with partial warps, rows inside warps and one-block grids.
 KERNELS: dict[str, tuple[Args, list[tuple[tuple[int, ...], tuple[int, ...]]]]] = {
@@ -73,6 +77,38 @@ KERNELS: dict[str, tuple[Args, list[tuple[tuple[int, ...], tuple[int, ...]]]]] =
         lambda r: [r.standard_normal(N, np.float32), np.zeros(N, np.float32), N],
         [((3,), (64,)), ((2,), (96,)), ((1,), (150,))],
     ),
+    "early_exit": (
+        lambda r: [_f32(r, N), np.zeros(N, np.float32), N],
+        [((3,), (64,)), ((5,), (48,)), ((10,), (16,))],
+    ),
+    "divergent": (
+        lambda r: [_f32(r, N), _f32(r, N), np.zeros(N, np.float32), N],
+        [((3,), (64,)), ((5,), (48,))],
+    ),
+    "loop_rows": (
+        lambda r: [_f32(r, 40 * 5), np.zeros(40, np.float32), 40, 5],
+        [((2,), (32,)), ((3,), (16,)), ((1,), (48,))],
+    ),
+    "narrow_rows": (
+        lambda r: [r.standard_normal(37 * 6), np.zeros(37 * 6), 37, 6],
+        [((5, 2), (8, 4)), ((3, 3), (16, 2)), ((10, 1), (4, 8))],
+    ),
+    "with_barrier": (
+        lambda r: [_f32(r, N), np.zeros(N, np.float32), N],
+        [((3,), (64,)), ((2,), (96,))],
+    ),
+    "warp_sum": (
+        lambda r: [_f32(r, N), np.zeros(N // 32 + 1, np.float32), N],
+        [((3,), (64,)), ((2,), (96,))],
+    ),
+    "hist_and_load": (
+        lambda r: [_keys(r), np.zeros(16, np.int32), np.zeros(N, np.float32), _f32(r, N), N],
+        [((3,), (64,)), ((5,), (48,))],
+    ),
+    "two_outputs": (
+        lambda r: [np.zeros(N, np.float32), np.zeros(N, np.float32), _f32(r, N), N],
+        [((3,), (64,)), ((10,), (16,))],
+    ),
     "tid_y_rows": (
         lambda r: [r.standard_normal(24 * 20, np.float32), np.zeros(24 * 20, np.float32), 24, 20],
         [((2, 2), (16, 8)), ((1, 3), (8, 8)), ((3, 1), (12, 20))],
@@ -97,6 +133,10 @@ def test_the_rewrite_finds_shuffles(versions: tuple[str, str, dict[str, int]]) -
     assert rewritten.count("shfl.sync") >= 4
     assert shuffles["store_between"] == 0  # another lane's store comes between its loads
     assert shuffles["blur_pitch"] >= 1 and shuffles["stride2"] == 1
+    assert shuffles["with_barrier"] == 0 and shuffles["hist_and_load"] == 0  # a barrier, an atomic between
+    # The kernel's own warp sum over the shuffled value: the proof follows the
+    # value into the other lanes (once an opaque per-lane unknown: a time-out).
+    assert shuffles["warp_sum"] == 1
 
 
 @pytest.mark.parametrize("name", sorted(KERNELS))

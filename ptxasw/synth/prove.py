@@ -195,6 +195,26 @@ def _count_loads(flow: Flow, inst: ir.Instruction) -> int:
     return len(_loads_of(flow, inst))
 
 
+def _put_back(term: z3.ExprRef, replaced: list[tuple[z3.ExprRef, z3.ExprRef]]) -> z3.ExprRef:
+    """``term`` with each stand-in put back as the value it was proven to
+    be. A stand-in is a function of the thread's ids (`SymbolicExecutor`'s
+    stand-ins), so another lane's copy of it becomes the value with that
+    lane's ids: the value is made a function of the ids it was built on."""
+    consts: list[tuple[z3.ExprRef, z3.ExprRef]] = []
+    funs: list[tuple[z3.FuncDeclRef, z3.ExprRef]] = []
+    for stand_in, value in replaced:
+        if stand_in.num_args() == 0:
+            consts.append((stand_in, value))
+            continue
+        ids = [(a, z3.Var(k, a.sort())) for k, a in enumerate(stand_in.children()) if not z3.is_bv_value(a)]
+        funs.append((stand_in.decl(), z3.substitute(value, *ids) if ids else value))
+    if consts:
+        term = z3.substitute(term, *consts)
+    if funs:
+        term = z3.substitute_funs(term, *funs)
+    return term
+
+
 def _stores_differ(
     prover: Prover,
     hypotheses: list[z3.BoolRef],
@@ -214,7 +234,7 @@ def _stores_differ(
         for x, y in ((a.address, b.address), (a.value, b.value)):
             if x is None or y is None:
                 continue
-            y = z3.substitute(y, *replaced) if replaced else y
+            y = _put_back(y, replaced)
             holds, _ = prover.equal(hypotheses, y, x)
             if not holds:
                 return (

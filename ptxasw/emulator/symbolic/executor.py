@@ -2024,12 +2024,22 @@ class SymbolicExecutor:
             values.append(value if value is not None else self.dom.fresh(f"undef.{_reg_text(reg)}", 32))
         stand_in = None
         if self.stand_ins and regs:
-            stand_in = self.dom.fresh(f"site.{_reg_text(regs[0])}", self.dom.width(values[0]))
+            stand_in = self._stand_in(f"site.{_reg_text(regs[0])}", self.dom.width(values[0]))
             st.env[(regs[0].name, regs[0].selector)] = stand_in
         flow = st.flow
         flow.observations.append(
             Observation(module_inst, tuple(values), len(st.pc), len(flow.trace), stand_in)
         )
+
+    def _stand_in(self, name: str, width: int) -> BV:
+        """A value the proof will name later: a fresh function of the
+        thread's ids (and lane), so that another lane's copy of it (a
+        shuffle of a value built on it) is that lane's, as the lane model
+        moves thread ids, rather than an opaque per-thread unknown."""
+        unique = self.dom.fresh(name, width).decl().name()
+        ids = [self._sym("%tid", d) for d in ("x", "y", "z")] + [self._sym("%laneid")]
+        fn = z3.Function(unique + "()", *[z3.BitVecSort(32)] * len(ids), z3.BitVecSort(width))
+        return fn(*ids)  # type: ignore[return-value]
 
     def _havoc_defs(self, inst: ir.Instruction) -> None:
         for reg, typ in isa.typed_defs(inst):
