@@ -109,6 +109,38 @@ KERNELS: dict[str, tuple[Args, list[tuple[tuple[int, ...], tuple[int, ...]]]]] =
         lambda r: [np.zeros(N, np.float32), np.zeros(N, np.float32), _f32(r, N), N],
         [((3,), (64,)), ((10,), (16,))],
     ),
+    "block3d": (
+        lambda r: [_f32(r, 21 * 5 * 3), np.zeros(21 * 5 * 3, np.float32), 21, 5, 3],
+        [((1, 2, 2), (24, 4, 2)), ((3, 2, 1), (8, 4, 4)), ((1, 1, 1), (21, 5, 3))],
+    ),
+    "wide_delta": (
+        lambda r: [_f32(r, N), np.zeros(N, np.float32), N],
+        [((3,), (64,)), ((5,), (48,)), ((1,), (150,))],
+    ),
+    "i64_loads": (
+        lambda r: [r.integers(-(2**62), 2**62, N), np.zeros(N, np.int64), N],
+        [((3,), (64,)), ((10,), (16,))],
+    ),
+    "clamped": (
+        lambda r: [_f32(r, N), np.zeros(N, np.float32), N],
+        [((3,), (64,)), ((5,), (48,))],
+    ),
+    "modulo": (
+        lambda r: [_f32(r, N), np.zeros(N, np.float32), N],
+        [((3,), (64,))],
+    ),
+    "xor_neighbour": (
+        lambda r: [_f32(r, N), np.zeros(N, np.float32), N],
+        [((3,), (64,)), ((5,), (48,))],
+    ),
+    "unsigned_idx": (
+        lambda r: [_f32(r, N), np.zeros(N, np.float32), np.uint32(N)],
+        [((3,), (64,)), ((5,), (48,))],
+    ),
+    "reuse_twice": (
+        lambda r: [_f32(r, N), np.zeros(N, np.float32), N],
+        [((3,), (64,)), ((10,), (16,))],
+    ),
     "tid_y_rows": (
         lambda r: [r.standard_normal(24 * 20, np.float32), np.zeros(24 * 20, np.float32), 24, 20],
         [((2, 2), (16, 8)), ((1, 3), (8, 8)), ((3, 1), (12, 20))],
@@ -137,6 +169,9 @@ def test_the_rewrite_finds_shuffles(versions: tuple[str, str, dict[str, int]]) -
     # The kernel's own warp sum over the shuffled value: the proof follows the
     # value into the other lanes (once an opaque per-lane unknown: a time-out).
     assert shuffles["warp_sum"] == 1
+    # Indices with no constant distance at the edges stay loads.
+    assert shuffles["clamped"] == 0 and shuffles["modulo"] == 0 and shuffles["xor_neighbour"] == 0
+    assert shuffles["wide_delta"] >= 2 and shuffles["i64_loads"] == 2
 
 
 @pytest.mark.parametrize("name", sorted(KERNELS))
