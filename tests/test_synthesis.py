@@ -412,3 +412,66 @@ def test_synchronisation_between_or_on_the_loads_keeps_them(
         return
     assert not plan.chosen, plan.chosen
     assert why in second.reason, second.reason
+
+
+# A loop whose body ends in a barrier, the two loads in different blocks
+# before it: a path from the barrier to the second load goes round the
+# loop through the first load, which loads again after the barrier.
+LOOP_BARRIER = """
+.version 8.0
+.target sm_80
+.address_size 64
+
+.visible .entry loopbar(
+	.param .u64 loopbar_x,
+	.param .u64 loopbar_y,
+	.param .u32 loopbar_steps
+)
+{
+	.reg .pred 	%p<4>;
+	.reg .b32 	%r<4>;
+	.reg .f32 	%f<6>;
+	.reg .b64 	%rd<8>;
+
+	ld.param.u64 	%rd1, [loopbar_x];
+	ld.param.u64 	%rd2, [loopbar_y];
+	ld.param.u32 	%r2, [loopbar_steps];
+	cvta.to.global.u64 	%rd3, %rd1;
+	cvta.to.global.u64 	%rd4, %rd2;
+	mov.u32 	%r1, %tid.x;
+	mul.wide.u32 	%rd5, %r1, 4;
+	add.s64 	%rd6, %rd3, %rd5;
+	mov.f32 	%f4, 0f00000000;
+	mov.u32 	%r3, 0;
+$L_head:
+	ld.global.f32 	%f1, [%rd6];
+	setp.gt.f32 	%p1, %f1, 0f00000000;
+	@%p1 bra 	$L_join;
+	add.f32 	%f4, %f4, 0f3F800000;
+$L_join:
+	ld.global.f32 	%f2, [%rd6+4];
+	add.f32 	%f3, %f1, %f2;
+	setp.gt.f32 	%p2, %f3, 0f00000000;
+	@%p2 bra 	$L_tail;
+	add.f32 	%f4, %f4, %f3;
+$L_tail:
+	bar.sync 	0;
+	add.s32 	%r3, %r3, 1;
+	setp.lt.u32 	%p3, %r3, %r2;
+	@%p3 bra 	$L_head;
+	add.s64 	%rd7, %rd4, %rd5;
+	st.global.f32 	[%rd7], %f4;
+	ret;
+}
+"""
+
+
+def test_a_barrier_that_only_comes_round_the_loop_is_not_between() -> None:
+    module = parse_ptx(LOOP_BARRIER, "loopbar.ptx")
+    plan = plan_kernel(module, module.kernels[0])
+    assert [(v.delta, v.proof) for v in plan.chosen] == [(1, PROVED)]
+    # With the barrier between the loads in the same iteration, it is.
+    before = LOOP_BARRIER.replace("$L_join:\n\tld.global.f32", "$L_join:\n\tbar.sync \t0;\n\tld.global.f32")
+    module = parse_ptx(before, "loopbar2.ptx")
+    plan = plan_kernel(module, module.kernels[0])
+    assert not plan.chosen

@@ -330,30 +330,36 @@ class _Detector:
         return rooted or _loads_pointer(address)
 
     def _ordering_between(self, a: int, b: int) -> str | None:
-        """The first synchronising instruction on some path from the
-        analysed body's instruction ``a`` to ``b``, or None.
+        """The first synchronising instruction on a path from the analysed
+        body's instruction ``a`` to ``b`` that does not run ``a`` again, or
+        None.
 
         After a fence, a barrier, an acquire, a volatile or relaxed access
         or an atomic (a flag spun on, a ticket taken), a load may see what
         another thread stored before it synchronised: a value loaded before
         it (by any lane) may be stale. The thread's own memory versions do
-        not show that; the CFG does, conservatively (any path, any order)."""
+        not show that; the CFG does. A path that comes back through ``a``
+        (a barrier at the end of a loop body) loads the source again after
+        the barrier, so it does not count."""
         if self._ordering_points is None:
             self._ordering_points = [k for k, inst in enumerate(self.cfg.instructions) if _synchronises(inst)]
         ba, bb = self.cfg.block_of(a), self.cfg.block_of(b)
+        graph = self.cfg.graph
+        # Paths may leave A's block but not enter it again.
+        onward = nx.restricted_view(graph, [], list(graph.in_edges(ba)))
         for k in self._ordering_points:
             bk = self.cfg.block_of(k)
-            after_a = a < k if bk == ba else self._reaches(ba, bk)
-            before_b = k < b if bk == bb else self._reaches(bk, bb)
-            if after_a and before_b and k not in (a, b):
+            if ba == bb:
+                between = bk == ba and a < k < b
+            else:
+                after_a = a < k if bk == ba else nx.has_path(onward, ba, bk)
+                before_b = k < b if bk == bb else (bk != ba or a < k) and nx.has_path(onward, bk, bb)
+                between = after_a and before_b
+            if between:
                 inst = self.cfg.instructions[k]
                 where = f" at line {inst.loc.line}" if inst.loc is not None else ""
                 return f"{inst.mnemonic}{where}"
         return None
-
-    def _reaches(self, u: int, v: int) -> bool:
-        """A path of at least one edge from block ``u`` to block ``v``."""
-        return any(w == v or nx.has_path(self.cfg.graph, w, v) for w in self.cfg.successors(u))
 
     def _dominates(self, a: int, b: int) -> bool:
         ba, bb = self.cfg.block_of(a), self.cfg.block_of(b)
