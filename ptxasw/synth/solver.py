@@ -44,7 +44,10 @@ __all__ = [
 BV = z3.BitVecRef
 
 # How the no-wrap assumption reads in reports.
-NO_WRAP = "32-bit index arithmetic under a sign/zero extension does not wrap (as C assumes of int indices)"
+NO_WRAP = (
+    "32-bit index arithmetic under a sign/zero extension does not wrap "
+    "(C makes signed overflow undefined; unsigned indices are taken to stay below 2^32)"
+)
 
 # Symbols of the block's geometry: thread ids, block shape, lane.
 _GEOMETRY = ("%tid.", "%ntid.", "%laneid", "%lanemask_")
