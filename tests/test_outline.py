@@ -369,3 +369,17 @@ def test_called_only_keeps_what_a_trampoline_caller_names() -> None:
     kept = select_kernels(text, None, called_only=True, trampolines=("gomp_nvptx_main",))
     assert kept is not None and "ld.global.u64 %rd2, [%rd1];" in kept[0]
     assert select_kernels(text, None, called_only=True) is not None
+
+
+def test_called_only_leaves_out_the_debug_sections() -> None:
+    # -G builds end in DWARF: most of the file, and nothing the analysis reads.
+    dwarf = "\t.section\t.debug_abbrev\n\t{\n.b8 1\n.b8 17\n.b8 1\n\t}\n"
+    text = NVCC + dwarf + "\t.section\t.debug_info\n\t{\n.b32 10\n\t}\n"
+    selected = select_kernels(text, None, called_only=True)
+    assert selected is not None
+    kept, _ = selected
+    assert kept.count("\n") == text.count("\n")
+    assert ".debug_" not in kept and ".b8 17" not in kept
+    assert parse_ptx(kept).kernels == parse_ptx(text).kernels
+    named = select_kernels(text, None)
+    assert named is not None and ".section\t.debug_info" in named[0]

@@ -190,11 +190,37 @@ def select_kernels(
     # A function defined here and not kept goes with its declarations; one
     # only declared (``.extern .func vprintf``) stays: it costs nothing.
     drop |= unkept
+    debug: list[KernelSpan] = []
+    if called_only:
+        # DWARF (-G builds: two thirds of the file) is for debuggers; the
+        # analysis reads positions from ``.loc``, which stays.
+        debug = _debug_sections(text)
     gone = {spans[i].name for i in drop} - {spans[i].name for i in funcs if i not in drop}
-    kept = _blank(text, [spans[i] for i in sorted(drop)], headers)
+    kept = _blank(text, [*(spans[i] for i in sorted(drop)), *debug], headers)
     if (gone - {h.name for h in headers}) & _words(kept):
         return None
     return kept, defined
+
+
+_DEBUG_SECTION = re.compile(r"^[ \t]*\.section[ \t]+\.debug_\w+[ \t]*$", re.M)
+
+
+def _debug_sections(text: str) -> list[KernelSpan]:
+    """The ``.section .debug_*`` blocks that stand on lines of their own."""
+    out: list[KernelSpan] = []
+    for m in _DEBUG_SECTION.finditer(text):
+        opening = _SPACE.match(text, m.end()).end()  # type: ignore[union-attr]
+        if not text.startswith("{", opening):
+            continue
+        close = _matching_brace(text, opening)
+        if close is None:
+            continue
+        line_end = text.find("\n", close)
+        line_end = len(text) if line_end < 0 else line_end
+        if text[close + 1 : line_end].strip():
+            continue
+        out.append(KernelSpan(m.group().split()[1], m.start(), line_end, True, ".section"))
+    return out
 
 
 def _address_taken(
