@@ -99,14 +99,19 @@ def _kernel_at(text: str, keyword: int, after: int, kind: str = ".entry") -> Ker
         return False
     defined = body.group() == "{"
     close = _matching_brace(text, body.start()) if defined else body.start()
-    if close is None:
+    line_end = None if close is None else _line_end_after(text, close)
+    if line_end is None:
         return False
+    return KernelSpan(name.group(1), start, line_end, defined, kind, body.start() if defined else -1)
+
+
+def _line_end_after(text: str, close: int) -> int | None:
+    """The end of the line of ``close`` (a closing ``}`` or ``;``), or None
+    when more than a comment follows it there: the span's lines are not its own."""
     line_end = text.find("\n", close)
     line_end = len(text) if line_end < 0 else line_end
     rest = text[close + 1 : line_end].strip()
-    if rest and not rest.startswith("//"):
-        return False
-    return KernelSpan(name.group(1), start, line_end, defined, kind, body.start() if defined else -1)
+    return None if rest and not rest.startswith("//") else line_end
 
 
 def _skip_returns(text: str, after: int) -> int:
@@ -167,11 +172,13 @@ def select_kernels(
     kept_funcs: set[str] = set()
     base = _blank(text, [s for i, s in enumerate(spans) if i in drop or i in funcs])
 
+    followed = set(trampolines)
+
     def reach(part: str) -> set[str]:
         if not called_only:
             return _words(part)
         called = _called(part)
-        return _words(part) if called & set(trampolines) else called
+        return _words(part) if called & followed else called
 
     named = reach(base)
     pending = [i for word in named for i in definitions.get(word, ())]
@@ -213,11 +220,8 @@ def _debug_sections(text: str) -> list[KernelSpan]:
         if not text.startswith("{", opening):
             continue
         close = _matching_brace(text, opening)
-        if close is None:
-            continue
-        line_end = text.find("\n", close)
-        line_end = len(text) if line_end < 0 else line_end
-        if text[close + 1 : line_end].strip():
+        line_end = None if close is None else _line_end_after(text, close)
+        if line_end is None:
             continue
         out.append(KernelSpan(m.group().split()[1], m.start(), line_end, True, ".section"))
     return out
@@ -245,12 +249,13 @@ def _blank(text: str, spans: list[KernelSpan], headers: Sequence[KernelSpan] = (
     """``text`` with the lines of ``spans`` (in file order) emptied, their
     newlines kept; of a span in ``headers``, the header up to its body stays,
     ended by ``;`` (a declaration) where the body was."""
+    declared = {id(h) for h in headers}
     parts: list[str] = []
     pos = 0
     for span in sorted(spans, key=lambda s: s.start):
         parts.append(text[pos : span.start])
         start = span.start
-        if any(h is span for h in headers):
+        if id(span) in declared:
             parts.append(text[span.start : span.body] + ";")
             start = span.body
         parts.append("\n" * text.count("\n", start, span.end))

@@ -353,7 +353,7 @@ class _Detector:
                 between = bk == ba and a < k < b
             else:
                 after_a = a < k if bk == ba else nx.has_path(onward, ba, bk)
-                before_b = k < b if bk == bb else (bk != ba or a < k) and nx.has_path(onward, bk, bb)
+                before_b = k < b if bk == bb else nx.has_path(onward, bk, bb)
                 between = after_a and before_b
             if between:
                 inst = self.cfg.instructions[k]
@@ -394,9 +394,7 @@ class _Detector:
             # B may run guarded on this flow (if-converted code): where it runs is part of its context.
             guard = [b.guard] if b.guard is not None else []
             hypotheses = [*self.analysis.assumptions, *flow.condition, *guard]
-            if not (a.readonly or b.readonly) and lanes_may_write(
-                self.prover, flow.trace[i + 1 : j], b, hypotheses, self._constants
-            ):
+            if lanes_may_write(self.prover, flow.trace, i, j, hypotheses, self._constants):
                 return _Pair(None, "store in between (another lane of the warp may write the address)")
             source_terms.add(a.value.get_id())
             if len(source_terms) > 1:

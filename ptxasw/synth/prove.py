@@ -176,12 +176,10 @@ def _stale_in_warp(
     if source is None or nth >= len(positions):
         return True
     j = positions[nth]
-    i = next((p for p in range(j - 1, -1, -1) if flow.trace[p].inst is source), None)
-    if i is None:
+    earlier = [i for i in _loads_of(flow, source) if i < j]
+    if not earlier:
         return True
-    if flow.trace[i].readonly or flow.trace[j].readonly:
-        return False  # memory nothing writes while the kernel runs (ld.global.nc)
-    return lanes_may_write(prover, flow.trace[i + 1 : j], flow.trace[j], hypotheses, constants)
+    return lanes_may_write(prover, flow.trace, earlier[-1], j, hypotheses, constants)
 
 
 def _nth_load_value(flow: Flow, inst: ir.Instruction, nth: int) -> z3.ExprRef | None:

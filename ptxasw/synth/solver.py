@@ -159,13 +159,11 @@ def shift_thread(value: z3.ExprRef, delta: int) -> z3.ExprRef:
     return out
 
 
-def other_thread(
-    terms: Sequence[z3.ExprRef], constants: Sequence[z3.ExprRef]
-) -> tuple[list[z3.ExprRef], list[z3.BoolRef]]:
-    """``terms`` as another thread of the block computes them, and what is
+def other_thread(term: z3.ExprRef, constants: Sequence[z3.ExprRef]) -> tuple[z3.ExprRef, list[z3.BoolRef]]:
+    """``term`` as another thread of the block computes it, and what is
     known of that thread: its ``%tid`` (and lane) renamed ``'``-primed,
     within the block shape, and every per-thread unknown of ``constants``
-    (the terms' constants: a fresh value's name has a ``!``, an atomic's
+    (the term's constants: a fresh value's name has a ``!``, an atomic's
     old value, an unmodelled result) renamed too, since the other thread's
     is its own. Kernel parameters, block and grid stay: a warp's lanes
     share them. Loads follow their addresses: the other thread's load of
@@ -181,9 +179,7 @@ def other_thread(
                 facts.append(z3.ULT(primed, z3.BitVec("%ntid." + name[-1], 32)))
             elif name == "%laneid":
                 facts.append(z3.ULT(primed, 32))
-    if not pairs:
-        return list(terms), facts
-    return [z3.substitute(t, *pairs) for t in terms], facts
+    return (z3.substitute(term, *pairs) if pairs else term), facts
 
 
 class TermConstants:
@@ -229,30 +225,35 @@ class TermConstants:
 
 def lanes_may_write(
     prover: Prover,
-    between: Sequence[Access],
-    load: Access,
+    trace: Sequence[Access],
+    source: int,
+    load: int,
     hypotheses: Sequence[z3.BoolRef],
     constants: TermConstants,
 ) -> bool:
-    """Whether a store or atomic of ``between`` (the events after a shuffle's
-    source load and before the load it replaces) may write the load's
-    address when another lane runs it.
+    """Whether a store or atomic of ``trace`` between positions ``source`` (a
+    shuffle's source load) and ``load`` (the load it replaces) may write the
+    load's address when another lane runs it.
 
     A warp runs them in step, so another lane's store lands between the
     source lane's load and this one, and the value the shuffle brings is
     stale: an in-place update ``x[i] = ...`` read back as ``x[i-1]``. The
     memory versions of the single-thread analysis see only the thread's own
     stores. Any thread of the block stands for the other lane, and what it
-    may write is not narrowed by its path condition."""
-    if load.address is None:
+    may write is not narrowed by its path condition. Read-only memory
+    (``ld.global.nc``) nothing writes while the kernel runs."""
+    a, b = trace[source], trace[load]
+    if a.readonly or b.readonly:
+        return False
+    if b.address is None:
         return True
-    for event in between:
+    for event in trace[source + 1 : load]:
         if event.kind not in ("st", "atom") or event.space not in (".global", "generic", None):
             continue
         if event.address is None:
             return True
-        (theirs,), facts = other_thread([event.address], constants.of(event.address))
-        overlap = overlap_condition(simplify(theirs - load.address), event.nbytes, load.nbytes)
+        theirs, facts = other_thread(event.address, constants.of(event.address))
+        overlap = overlap_condition(simplify(theirs - b.address), event.nbytes, b.nbytes)
         if prover.proves([*hypotheses, *facts], z3.Not(overlap)) is not True:
             return True
     return False
