@@ -283,6 +283,52 @@ def _time(cp: object, launches: dict[str, tuple], runs: int) -> dict[str, list[f
     return times
 
 
+def _measure(
+    cp: Any,
+    np: Any,
+    launches: dict[str, tuple[Any, tuple[int, ...], tuple[int, ...], tuple[Any, ...]]],
+    outs: dict[str, Any],
+    exact: tuple[str, ...],
+    runs: int,
+    fields: dict[str, Any],
+    label: str,
+    show_load: bool = False,
+) -> list[dict[str, Any]]:
+    """Launch every variant once and count the outputs that differ from
+    ``load``'s in any bit, then time them (`_time`): one row per variant
+    (``fields`` first), and a printed line under ``label`` (``*``: wrong)."""
+    for fn, grid, block, args in launches.values():
+        fn(grid, block, args)
+    cp.cuda.Device().synchronize()
+    want = cp.asnumpy(outs["load"])
+    want = want.view(np.uint32 if want.dtype == np.float32 else np.uint64)
+    wrong = {
+        v: 0 if v == "load" else int((cp.asnumpy(outs[v]).view(want.dtype) != want).sum()) for v in launches
+    }
+    times = _time(cp, launches, runs)
+    base = statistics.median(times["load"])
+    rows = []
+    for v in launches:
+        ms = statistics.median(times[v])
+        rows.append(
+            {
+                **fields,
+                "variant": v,
+                "ms": ms,
+                "speedup": base / ms,
+                "exact": wrong[v] == 0,
+                "wrong": wrong[v],
+            }
+        )
+    line = "  ".join(f"{r['variant']} {r['speedup']:.3f}{'*' if r['wrong'] else ''}" for r in rows)
+    note = f"  (load {base * 1000:.1f} us)" if show_load else ""
+    print(f"{label}: {line}{note}", flush=True)
+    bad = [v for v in exact if wrong[v]]
+    if bad:
+        print(f"  NOT EXACT: {bad}", flush=True)
+    return rows
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--radii", default="2,4,6,8,12")
@@ -310,40 +356,20 @@ def main() -> int:
                 host = rng.standard_normal(n + 2 * r).astype(dtype)
                 src = cp.asarray(host)
                 outs = {v: cp.zeros(n, dtype=dtype) for v in VARIANTS}
-                kernels = {v: module.get_function(f"{v}<{tname},{r}>") for v in VARIANTS}
                 block, grid = 256, n // 256
-                args = {v: (src, outs[v], np.int32(n)) for v in VARIANTS}
-                for v in VARIANTS:
-                    kernels[v]((grid,), (block,), args[v])
-                cp.cuda.Device().synchronize()
-                want = cp.asnumpy(outs["load"]).view(np.uint32 if dtype == np.float32 else np.uint64)
-                wrong = {}
-                for v in VARIANTS[1:]:
-                    got = cp.asnumpy(outs[v]).view(want.dtype)
-                    wrong[v] = int((got != want).sum())
-                launches = {v: (kernels[v], (grid,), (block,), args[v]) for v in VARIANTS}
-                times = _time(cp, launches, opts.runs)
-                base = statistics.median(times["load"])
-                for v in VARIANTS:
-                    ms = statistics.median(times[v])
-                    rows.append(
-                        {
-                            "type": tname,
-                            "size": size_name,
-                            "radius": r,
-                            "variant": v,
-                            "ms": ms,
-                            "speedup": base / ms,
-                            "exact": v == "load" or wrong[v] == 0,
-                            "wrong": 0 if v == "load" else wrong[v],
-                        }
+                launches = {
+                    v: (
+                        module.get_function(f"{v}<{tname},{r}>"),
+                        (grid,),
+                        (block,),
+                        (src, outs[v], np.int32(n)),
                     )
-                marks = {v: "*" if v != "load" and wrong[v] else "" for v in VARIANTS}
-                line = "  ".join(f"{v} {base / statistics.median(times[v]):.3f}{marks[v]}" for v in VARIANTS)
-                print(f"{tname:6} {size_name:4} R={r:2}: {line}", flush=True)
-                bad = [v for v in EXACT if wrong[v]]
-                if bad:
-                    print(f"  NOT EXACT: {bad}", flush=True)
+                    for v in VARIANTS
+                }
+                fields = {"type": tname, "size": size_name, "radius": r}
+                rows += _measure(
+                    cp, np, launches, outs, EXACT, opts.runs, fields, f"{tname:6} {size_name:4} R={r:2}"
+                )
     print(f"{device}; speed-up over load (median of {opts.runs}); * = wrong at warp edges")
     if opts.json:
         with open(opts.json, "w") as f:
@@ -364,42 +390,19 @@ def _box(cp: Any, np: Any, radii: list[int], runs: int, out: str | None) -> int:
             for r in radii:
                 src = cp.asarray(rng.standard_normal((height + 2 * r) * (width + 2 * r)).astype(dtype))
                 outs = {v: cp.zeros(width * height, dtype=dtype) for v in BOX_VARIANTS}
-                kernels = {v: module.get_function(f"box_{v}<{tname},{r}>") for v in BOX_VARIANTS}
                 block, grid = (32, 8, 1), (width // 32, height // 8, 1)
-                args = {v: (src, outs[v], np.int32(width)) for v in BOX_VARIANTS}
-                for v in BOX_VARIANTS:
-                    kernels[v](grid, block, args[v])
-                cp.cuda.Device().synchronize()
-                want = cp.asnumpy(outs["load"]).view(np.uint32 if dtype == np.float32 else np.uint64)
-                wrong = {
-                    v: int((cp.asnumpy(outs[v]).view(want.dtype) != want).sum()) for v in BOX_VARIANTS[1:]
-                }
-                times = _time(cp, {v: (kernels[v], grid, block, args[v]) for v in BOX_VARIANTS}, runs)
-                base = statistics.median(times["load"])
-                for v in BOX_VARIANTS:
-                    ms = statistics.median(times[v])
-                    bad = 0 if v == "load" else wrong[v]
-                    rows.append(
-                        {
-                            "shape": "box",
-                            "type": tname,
-                            "size": size_name,
-                            "radius": r,
-                            "variant": v,
-                            "ms": ms,
-                            "speedup": base / ms,
-                            "exact": bad == 0,
-                            "wrong": bad,
-                        }
+                launches = {
+                    v: (
+                        module.get_function(f"box_{v}<{tname},{r}>"),
+                        grid,
+                        block,
+                        (src, outs[v], np.int32(width)),
                     )
-                line = "  ".join(
-                    f"{v} {base / statistics.median(times[v]):.3f}{'*' if v != 'load' and wrong[v] else ''}"
                     for v in BOX_VARIANTS
-                )
-                print(f"{tname:6} {size_name:4} R={r:2}: {line}  (load {base * 1000:.1f} us)", flush=True)
-                bad = [v for v in BOX_EXACT if wrong[v]]
-                if bad:
-                    print(f"  NOT EXACT: {bad}", flush=True)
+                }
+                fields = {"shape": "box", "type": tname, "size": size_name, "radius": r}
+                label = f"{tname:6} {size_name:4} R={r:2}"
+                rows += _measure(cp, np, launches, outs, BOX_EXACT, runs, fields, label, show_load=True)
     print(f"{device}; box stencils, speed-up over load (median of {runs}); * = wrong at warp edges")
     if out:
         with open(out, "w") as f:
