@@ -8,7 +8,8 @@ analysis (lark, z3) and maybe not matplotlib:
        python benchmarks/gpu_speedup.py --prepare benchmarks/results/gpu_prep
 
    For every suite kernel: the sm_90 ``-O3`` PTX from nvcc, one synthesis plan
-   (detect + prove, `ptxasw.synth.synthesize.plan_kernel`) emitted in the
+   (detect + prove, `ptxasw.synth.synthesize.plan_kernel`, keeping the
+   rounding ptxas gives the original: `ptxasw.synth.pinning`) emitted in the
    three modes, so ``normal``, ``noload`` and ``nocorner`` replace exactly the
    same loads; each variant assembled with the real ``ptxas -arch=sm_90 -v``
    for its registers and spills; ``DIR/manifest.json`` says what is where.
@@ -25,8 +26,10 @@ analysis (lark, z3) and maybe not matplotlib:
    ``normal`` must equal ``original`` bit for bit, ``noload``/``nocorner`` are
    recorded as exact or not (with the number of differing elements); the
    original runs twice (a determinism control) and ``normal`` is compared
-   again assembled with ``--fmad=false`` (ptxas may contract other mul/add
-   pairs into FMAs in the rewritten text: ``exact_without_fma``). Then the
+   again assembled with ``--fmad=false`` (``exact_without_fma``: before the
+   rewrite kept ptxas's rounding, ptxas fused other mul/add pairs in the two
+   texts; now the sums it chooses for are pinned for the default build, so a
+   kernel with pins differs under ``--fmad=false`` by design). Then the
    variants are timed interleaved (one sample of each per round, so clock
    drift hits all alike): a sample is a CUDA graph of ``reps`` back-to-back
    launches between two CUDA events (``reps`` makes a sample last >= 0.5 ms, so
@@ -154,6 +157,7 @@ def emit_variant(module: Any, symbol: str, plan: Any, mode: str) -> str:
     from ptxasw.ir.builder import FunctionBuilder
     from ptxasw.ir.printer import print_module
     from ptxasw.synth.codegen import emit_shuffles
+    from ptxasw.synth.pinning import pin
     from ptxasw.synth.prove import PROVED
 
     memo: dict[int, Any] = {}
@@ -163,7 +167,10 @@ def emit_variant(module: Any, symbol: str, plan: Any, mode: str) -> str:
         for v in plan.chosen
         if v.proof == PROVED and v.in_kernel
     ]
-    emit_shuffles(FunctionBuilder(twin.function(symbol), twin), chosen, mode, plan.block_shape_known)
+    builder = FunctionBuilder(twin.function(symbol), twin)
+    if emit_shuffles(builder, chosen, mode, plan.block_shape_known):
+        for s, choice in plan.pins:  # the rounding ptxas gives the original (`ptxasw.synth.pinning`)
+            pin(builder, s.moved(memo), choice)
     return print_module(twin)
 
 
@@ -233,6 +240,7 @@ def prepare(
 
 def _prepare_kernel(name: str, ptx: Path, out: Path, settings: dict[str, Any]) -> dict[str, Any]:
     """One kernel: plan once, emit the three modes, assemble all four variants with ``ptxas -v``."""
+    from ptxasw.driver.assembler import assembler
     from ptxasw.parser import parse_ptx
     from ptxasw.synth.detect import Options
     from ptxasw.synth.synthesize import plan_kernel
@@ -240,7 +248,10 @@ def _prepare_kernel(name: str, ptx: Path, out: Path, settings: dict[str, Any]) -
     k = suite.get(name)
     text = ptx.read_text()
     module = parse_ptx(text, f"{name}.ptx")
-    plan = plan_kernel(module, module.function(k.symbol), Options(**settings))
+    ptxas = shutil.which("ptxas")
+    assemble = assembler([ptxas, f"-arch={ARCH}"]) if ptxas else None
+    options = Options(**settings, rounding="ptxas", assemble=assemble)
+    plan = plan_kernel(module, module.function(k.symbol), options)
     texts = {"original": text, **{mode: emit_variant(module, k.symbol, plan, mode) for mode in MODES}}
     variants = {}
     for variant, body in texts.items():
@@ -836,7 +847,8 @@ def markdown(result: dict[str, Any]) -> str:
         "by design). A/A: the original timed twice (interleaved), the noise floor. Registers from "
         "`ptxas -arch=sm_90 -v`, original/normal/noload/nocorner. Normal exact, per size: `yes` bit for "
         "bit; `fma` equal only with `ptxas --fmad=false` (ptxas's default FMA contraction fuses other "
-        "mul/add pairs in the two PTX texts); `NO` different values. Analysis seconds and proofs are "
+        "mul/add pairs in the two PTX texts: the rewrite now pins the sums where ptxas chooses, "
+        "so this should not occur); `NO` different values. Analysis seconds and proofs are "
         f"from `--prepare` (options {json.dumps(result['prepared_with']['options'])}), on the machine "
         "that prepared it: compare them between kernels, not with the drop-in's build-time budget.",
         "",

@@ -4,8 +4,8 @@
 (a radius-8 filter, a pitched image, ``half2``, a 64-bit grid-stride loop,
 bytes, a reversed index, a stride of two, an in-place update that a
 neighbour reads back, rows along ``threadIdx.y``, and more). Each is compiled
-by nvcc (optimised for sm_90, ``-G`` for sm_75) and by clang-19 (-O3, -O0,
-where installed), rewritten with every proven shuffle kept, and run
+by nvcc (optimised for sm_90, ``-G`` for sm_75) and by clang-19 (-O3, -O1,
+-O0, where installed), rewritten with every proven shuffle kept, and run
 original and rewritten on the same random inputs with odd block shapes:
 the outputs must be the same bits. The in-place
 update is where the synthesis once took a stale value (another lane's
@@ -18,15 +18,19 @@ import shutil
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pytest
 
 from benchmarks.kernels import suite
+from ptxasw.analysis.contraction import OpenSum
+from ptxasw.cli.common import synthesis_assembler
 from ptxasw.emulator.concrete.interpreter import launch
 from ptxasw.ir.printer import print_module
 from ptxasw.parser import parse_ptx
 from ptxasw.synth.detect import Options
+from ptxasw.synth.pinning import Choice, pin_like
 from ptxasw.synth.synthesize import ShuffleSynthesisPass
 
 pytestmark = pytest.mark.skipif(suite.find_nvcc() is None, reason="nvcc not found")
@@ -148,47 +152,122 @@ KERNELS: dict[str, tuple[Args, list[tuple[tuple[int, ...], tuple[int, ...]]]]] =
         lambda r: [r.standard_normal(24 * 20, np.float32), np.zeros(24 * 20, np.float32), 24, 20],
         [((2, 2), (16, 8)), ((1, 3), (8, 8)), ((3, 1), (12, 20))],
     ),
+    "aos_neighbour": (
+        lambda r: [_f32(r, 3 * N), np.zeros(N, np.float32), N],
+        [((3,), (64,)), ((5,), (48,)), ((10,), (16,))],
+    ),
+    "float2_mixed": (
+        lambda r: [_f32(r, 2 * N), _f32(r, N), np.zeros(N, np.float32), N],
+        [((3,), (64,)), ((5,), (48,))],
+    ),
+    "short_u16": (
+        lambda r: [r.integers(0, 2**16, N).astype(np.uint16), np.zeros(N, np.uint16), N],
+        [((3,), (64,)), ((10,), (16,))],
+    ),
+    "ternary_pick": (
+        lambda r: [_f32(r, N), np.zeros(N, np.float32), N],
+        [((3,), (64,)), ((5,), (48,))],
+    ),
+    "exit_between": (
+        lambda r: [_f32(r, N), np.zeros(N, np.float32), N],
+        [((3,), (64,)), ((5,), (48,)), ((1,), (150,))],
+    ),
+    "divergent_loop": (
+        lambda r: [_f32(r, N), np.zeros(N, np.float32), N],
+        [((3,), (64,)), ((5,), (48,)), ((10,), (16,))],
+    ),
+    "half_warp_branch": (
+        lambda r: [_f32(r, N), np.zeros(N, np.float32), N],
+        [((3,), (64,)), ((5,), (48,)), ((1,), (150,))],
+    ),
+    "while_pointer": (
+        lambda r: [_f32(r, N), np.zeros(N, np.float32), N],
+        [((2,), (48,)), ((1,), (96,))],
+    ),
+    "volatile_read": (
+        lambda r: [_f32(r, N), np.zeros(N, np.float32), N],
+        [((3,), (64,))],
+    ),
+    "const_coeffs": (
+        lambda r: [_f32(r, N), np.zeros(N, np.float32), N],
+        [((3,), (64,)), ((5,), (48,))],
+    ),
+    "backward_loop": (
+        lambda r: [_f32(r, 40 * 5), np.zeros(40, np.float32), 40, 5],
+        [((2,), (32,)), ((3,), (16,)), ((1,), (48,))],
+    ),
+    "switch_stencil": (
+        lambda r: [_f32(r, N), np.zeros(N, np.float32), N, 2],
+        [((3,), (64,)), ((5,), (48,))],
+    ),
+    "two_arrays": (
+        lambda r: [_f32(r, N), _f32(r, N), np.zeros(N, np.float32), N],
+        [((3,), (64,)), ((10,), (16,))],
+    ),
+    "gather_pair": (
+        lambda r: [r.integers(0, N - 1, N).astype(np.int32), _f32(r, N), np.zeros(N, np.float32), N],
+        [((3,), (64,))],
+    ),
+    "shared_tile": (
+        lambda r: [_f32(r, N), np.zeros(N, np.float32), N],
+        [((3,), (64,)), ((5,), (48,)), ((1,), (150,))],
+    ),
 }
 
 
-# Builds: nvcc optimised for sm_90 and -G for sm_75; clang-19 at -O3 and
-# -O0 for sm_80, without the CUDA headers (its CUDA 13 support stops short of
-# them; `unseen_shim.h` declares what the kernels use, and the half2 kernel,
-# which needs cuda_fp16.h, is left out).
+# Builds: nvcc optimised for sm_90 and -G for sm_75; clang-19 at -O3, -O1
+# and -O0 for sm_80, without the CUDA headers (its CUDA 13 support stops
+# short of them; `unseen_shim.h` declares what the kernels use, and the half2
+# kernel, which needs cuda_fp16.h, is left out).
 BUILDS = {"sm_90": ("nvcc", "sm_90", False), "sm_75-G": ("nvcc", "sm_75", True)}
-BUILDS |= {"clang-O3": ("clang", "-O3", False), "clang-O0": ("clang", "-O0", False)}
+BUILDS |= {f"clang-{o}": ("clang", f"-{o}", False) for o in ("O3", "O1", "O0")}
 
 
-def _clang_ptx(opt: str, out_dir: Path) -> str:
+def build_ptx(build: str, out_dir: Path) -> str | None:
+    """The PTX of ``SOURCE`` as ``build`` (a key of `BUILDS`) compiles it,
+    or None when that compiler is not installed."""
+    compiler, target, debug = BUILDS[build]
+    if compiler == "nvcc":
+        return suite.compile_ptx(SOURCE, arch=target, debug=debug).read_text()
     clang = shutil.which("clang-19")
     if clang is None:
-        pytest.skip("clang-19 not installed")
-    out = out_dir / f"unseen-clang{opt}.ptx"
+        return None
+    out = out_dir / f"unseen-clang{target}.ptx"
     cmd = [clang, "-x", "cuda", "--cuda-gpu-arch=sm_80", "--cuda-device-only", "-nocudainc", "-nocudalib"]
-    cmd += [opt, "-DPTXASW_NO_CUDA_HEADERS", "-S", str(SOURCE), "-o", str(out)]
+    cmd += [target, "-DPTXASW_NO_CUDA_HEADERS", "-S", str(SOURCE), "-o", str(out)]
     subprocess.run(cmd, check=True, capture_output=True)
     return out.read_text()
 
 
-@pytest.fixture(scope="module", params=sorted(BUILDS))
-def versions(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> tuple[str, str, dict[str, int]]:
-    """The original PTX, the rewritten PTX, and each kernel's shuffles."""
-    compiler, target, debug = BUILDS[request.param]
-    if compiler == "clang":
-        original = _clang_ptx(target, tmp_path_factory.mktemp("clang"))
-    else:
-        original = suite.compile_ptx(SOURCE, arch=target, debug=debug).read_text()
+class Versions(NamedTuple):
+    original: str
+    rewritten: str
+    shuffles: dict[str, int]  # per kernel
+    pins: dict[str, list[tuple[OpenSum, Choice]]]  # per kernel: the rounding ptxas chose, kept
+
+
+def rewrite(original: str) -> Versions:
+    """Every proven shuffle, keeping ptxas's rounding (the commands' default)."""
     module = parse_ptx(original, "unseen.ptx")
-    synthesis = ShuffleSynthesisPass(Options(time_s=20))
+    options = Options(time_s=20, rounding="ptxas", assemble=synthesis_assembler(module, "ptxas"))
+    synthesis = ShuffleSynthesisPass(options)
     synthesis.run(module)
     shuffles = {p.kernel: len(p.chosen) for p in synthesis.plans}
-    return original, print_module(module), shuffles
+    pins = {p.kernel: p.pins for p in synthesis.plans}
+    return Versions(original, print_module(module), shuffles, pins)
 
 
-def test_the_rewrite_finds_shuffles(versions: tuple[str, str, dict[str, int]]) -> None:
-    _, rewritten, shuffles = versions
+@pytest.fixture(scope="module", params=sorted(BUILDS))
+def versions(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Versions:
+    """The original PTX, the rewritten PTX, each kernel's shuffles and pins."""
+    original = build_ptx(request.param, tmp_path_factory.mktemp("build"))
+    if original is None:
+        pytest.skip("clang-19 not installed")
+    return rewrite(original)
+
+
+def test_the_rewrite_finds_shuffles(versions: Versions) -> None:
+    rewritten, shuffles = versions.rewritten, versions.shuffles
     # How many of the possible shuffles are proven depends on the solver's
     # effort limits (and on what it learned from the tests before); what must
     # never be shuffled does not.
@@ -197,6 +276,24 @@ def test_the_rewrite_finds_shuffles(versions: tuple[str, str, dict[str, int]]) -
     assert shuffles["with_barrier"] == 0 and shuffles["hist_and_load"] == 0  # a barrier, an atomic between
     # Indices with no constant distance at the edges stay loads.
     assert shuffles["clamped"] == 0 and shuffles["modulo"] == 0 and shuffles["xor_neighbour"] == 0
+    assert shuffles["gather_pair"] == 0  # a[idx[i] + 1] is no neighbour's a[idx[i]]
+    assert shuffles["volatile_read"] == 0  # each volatile load must be performed
+
+
+@pytest.mark.parametrize("build", ["sm_90", "clang-O0"])
+def test_narrow_values_are_shuffled(build: str, tmp_path: Path) -> None:
+    """Bytes and shorts: nvcc loads bytes into 32-bit registers (``ld.u8
+    %r``) and shorts into 16-bit ones (``ld.u16 %rs``), clang -O0 both into
+    16-bit ones. A 16-bit value travels packed in a 32-bit shuffle; the
+    proof compares the register with the load as the load's type extends it."""
+    original = build_ptx(build, tmp_path)
+    if original is None:
+        pytest.skip("clang-19 not installed")
+    module = parse_ptx(original, "unseen.ptx")
+    synthesis = ShuffleSynthesisPass(Options(time_s=20), {"u8_box", "short_u16"})
+    synthesis.run(module)
+    shuffles = {p.kernel: len(p.chosen) for p in synthesis.plans}
+    assert shuffles["u8_box"] >= 1 and shuffles["short_u16"] >= 1  # 2 each when every proof finishes
 
 
 def test_the_warp_sum_over_a_shuffled_value_is_proven() -> None:
@@ -211,14 +308,15 @@ def test_the_warp_sum_over_a_shuffled_value_is_proven() -> None:
 
 
 @pytest.mark.parametrize("name", sorted(KERNELS))
-def test_rewritten_kernels_compute_the_same_bits(
-    versions: tuple[str, str, dict[str, int]], name: str
-) -> None:
-    original, rewritten, shuffles = versions
-    if name not in shuffles:
+def test_rewritten_kernels_compute_the_same_bits(versions: Versions, name: str) -> None:
+    """The original runs with the rounding ptxas gives it written out (the
+    pins): the bits the GPU computes, which the rewrite must keep."""
+    if name not in versions.shuffles:
         pytest.skip(f"{name} is not in this build (the clang builds go without cuda_fp16.h)")
     make, launches = KERNELS[name]
-    before_module, after_module = parse_ptx(original, "a.ptx"), parse_ptx(rewritten, "b.ptx")
+    before_module = parse_ptx(versions.original, "a.ptx")
+    after_module = parse_ptx(versions.rewritten, "b.ptx")
+    pin_like(before_module, name, versions.pins[name])
     for grid, block in launches:
         runs = []
         for module in (before_module, after_module):
@@ -227,3 +325,31 @@ def test_rewritten_kernels_compute_the_same_bits(
             assert not result.warnings, result.warnings
             runs.append([None if b is None else b.tobytes() for b in result.buffers])
         assert runs[0] == runs[1], f"{name} grid {grid} block {block}"
+
+
+def test_a_sum_of_two_products_keeps_the_product_ptxas_fuses() -> None:
+    """``a[i+1]*b[i] - a[i]*b[i+1]`` (nvcc leaves the fusion to ptxas): the
+    H100 fused the other product after the rewrite, and the last bits
+    changed. With the rounding kept, the sum is written as ptxas compiled
+    the original (``fma.rn`` of the product it fused), and the shuffles stay."""
+    original = suite.compile_ptx(SOURCE, arch="sm_90").read_text()
+    if synthesis_assembler(parse_ptx(original, "unseen.ptx"), "ptxas") is None:
+        pytest.skip("no ptxas")
+    versions = rewrite(original)
+    assert versions.shuffles["two_arrays"] == 2
+    assert [choice for _, choice in versions.pins["two_arrays"]] == [Choice.LEFT]
+    kernel = versions.rewritten[versions.rewritten.index(".entry two_arrays") :]
+    kernel = kernel[: kernel.index("\n}")]
+    assert "fma.rn.f32" in kernel and "mul.rn.f32" in kernel and "sub.f32" not in kernel
+
+
+def test_without_ptxas_to_ask_the_loads_feeding_such_a_sum_stay() -> None:
+    """With no ptxas to say which product it fuses, the loads whose values
+    reach the products are not rewritten (the rewrite could change the
+    choice); the report says why."""
+    module = parse_ptx(suite.compile_ptx(SOURCE, arch="sm_90").read_text(), "unseen.ptx")
+    synthesis = ShuffleSynthesisPass(Options(time_s=20, rounding="ptxas"), {"two_arrays"})
+    synthesis.run(module)
+    (plan,) = synthesis.plans
+    assert not plan.chosen and not plan.pins
+    assert sum(1 for v in plan.verdicts if (v.reason or "").startswith("rounding: ")) == 2

@@ -10,6 +10,7 @@ the highlighted loads (`ptxasw.synth.html`). Nothing is rewritten.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -17,7 +18,7 @@ from typing import Any
 
 import click
 
-from ptxasw.cli.common import check_kernels, fail, synthesis_options, write_text
+from ptxasw.cli.common import check_kernels, fail, synthesis_assembler, synthesis_options, write_text
 from ptxasw.errors import PtxError
 from ptxasw.parser import parse_ptx, read_text
 
@@ -37,6 +38,7 @@ def analyze_command(
     max_delta: int,
     mode: str,
     time_budget: float,
+    rounding: str,
 ) -> None:
     """Report the shuffle opportunities of each kernel (nothing is rewritten)."""
     from ptxasw.synth.detect import Options
@@ -52,7 +54,9 @@ def analyze_command(
     except PtxError as exc:
         fail(exc)
     for path, module, text in parsed:
-        synthesis = ShuffleSynthesisPass(options, set(kernels) or None, apply=False)
+        assemble = synthesis_assembler(module, rounding)
+        here = dataclasses.replace(options, rounding=rounding, assemble=assemble)
+        synthesis = ShuffleSynthesisPass(here, set(kernels) or None, apply=False)
         synthesis.run(module)
         modules[path] = (module, text)
         plans.extend((path, plan) for plan in synthesis.plans)

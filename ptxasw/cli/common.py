@@ -79,7 +79,33 @@ def synthesis_options(command: Callable[..., Any]) -> Callable[..., Any]:
             show_default=True,
             help="Analysis seconds per kernel (for each of the two analyses: original and proof).",
         ),
+        click.option(
+            "--rounding",
+            type=click.Choice(["ptxas", "ptx"]),
+            default="ptxas",
+            show_default=True,
+            help="ptxas: keep the rounding ptxas gives the original (sums like a*b-c*d pinned to the "
+            "product it fuses, asked of the ptxas on PATH for the module's .target); ptx: equal under "
+            "PTX's semantics only, ptxas may fuse another product.",
+        ),
     ]
     for decorate in reversed(decorators):
         command = decorate(command)
     return command
+
+
+def synthesis_assembler(module: Any, rounding: str) -> Any:
+    """The ptxas the synthesis asks which products it fuses (`ptxasw.synth.pinning`):
+    the one the drop-in would run, for the module's ``.target``; None with
+    ``--rounding ptx``, or when there is no ptxas or no target."""
+    if rounding != "ptxas":
+        return None
+    from ptxasw.driver.assembler import assembler, module_arch
+    from ptxasw.driver.ptxas import WrapperError, find_real_ptxas
+
+    arch = module_arch(module)
+    try:
+        real = find_real_ptxas()
+    except WrapperError:
+        return None
+    return assembler([str(real), f"-arch={arch}"]) if arch else None

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from ptxasw.cli.common import check_kernels, fail, synthesis_options, write_text
+from ptxasw.cli.common import check_kernels, fail, synthesis_assembler, synthesis_options, write_text
 from ptxasw.errors import PtxError
 from ptxasw.parser import read_ptx
 
@@ -33,6 +33,7 @@ def rewrite_command(
     max_delta: int,
     mode: str,
     time_budget: float,
+    rounding: str,
 ) -> None:
     """Replace global loads a neighbouring lane already loaded by warp shuffles."""
     import json
@@ -53,7 +54,10 @@ def rewrite_command(
         click.echo(
             f"ptxasw: warning: --mode {mode} gives wrong values at warp edges (measurement only)", err=True
         )
-    options = Options(max_delta=max_delta, mode=mode, time_s=time_budget)
+    assemble = synthesis_assembler(module, rounding)
+    options = Options(
+        max_delta=max_delta, mode=mode, time_s=time_budget, rounding=rounding, assemble=assemble
+    )
     # The report's source lines come from the module as it was: the rewrite
     # takes the replaced loads (and the .loc lines above them) out of it.
     positions = source_positions(module) if report_path else {}

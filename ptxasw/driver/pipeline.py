@@ -132,14 +132,19 @@ def default_passes() -> list[ModulePass]:
         from ptxasw.synth.cost import NothingPaysPass
 
         return [NothingPaysPass(settings["arch"] or None, settings["mode"])]
+    from ptxasw.driver import settings as driver_settings
+    from ptxasw.driver.assembler import assembler
     from ptxasw.synth.detect import Options
     from ptxasw.synth.synthesize import ShuffleSynthesisPass
 
+    command = driver_settings.PTXAS_COMMAND
     options = Options(
         max_delta=int(settings["max_delta"]),
         mode=settings["mode"],
         profit=settings["profit"],
         arch=settings["arch"] or None,
+        rounding="ptxas",
+        assemble=assembler(command) if command else None,
     )
     return [ShuffleSynthesisPass(options)]
 

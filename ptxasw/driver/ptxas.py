@@ -839,7 +839,32 @@ def _result_cache() -> tuple[Any, dict[str, str]] | None:
     context = settings.synthesis_settings()
     # A new verdict of ``ptxasw tune`` for the target must not be hidden by an older result.
     context["tune"] = store_state(context["arch"])
+    # The sums pinned to ptxas's choices depend on that ptxas and its options.
+    context["ptxas"] = _tool_identity(settings.PTXAS_COMMAND)
     return ResultCache(directory, settings.cache_size(warn=True)), context
+
+
+def _tool_identity(command: Sequence[str] | None) -> str:
+    """The command with its executable's size and modification time."""
+    if not command:
+        return ""
+    try:
+        stat = os.stat(command[0])
+        return " ".join([*command, str(stat.st_size), str(stat.st_mtime_ns)])
+    except OSError:
+        return " ".join(command)
+
+
+def code_options(args: Iterable[Arg]) -> list[str]:
+    """The tokens of the options that change the code ptxas writes
+    (`ptxasw.driver.assembler.CODE_OPTIONS`), options files spelled out."""
+    from ptxasw.driver.assembler import CODE_OPTIONS
+
+    out: list[str] = []
+    for arg in iter_args(args):
+        if arg.kind == "option" and arg.spec is not None and arg.spec.long in CODE_OPTIONS:
+            out.extend(arg.tokens)
+    return out
 
 
 def target_arch(args: Iterable[Arg]) -> str | None:
@@ -1301,6 +1326,7 @@ def run_wrapper(argv: Sequence[str], *, allow_exec: bool = False) -> int:
     from ptxasw.driver import settings
 
     settings.TARGET_ARCH = target_arch(args)
+    settings.PTXAS_COMMAND = [str(real), *code_options(args)]
     # When the pipeline could change nothing whatever the text, no input is read
     # or parsed: ptxas runs on the command line as it is (its output still staged).
     idle = pipeline_idle()

@@ -32,6 +32,7 @@ __all__ = [
     "ENV_PROFIT",
     "ENV_SYNTH",
     "ENV_UNSAFE",
+    "PTXAS_COMMAND",
     "TARGET_ARCH",
     "cache_size",
     "model_rules_out_shuffles",
@@ -52,6 +53,11 @@ _SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 #: The GPU the module is assembled for (``ptxas --gpu-name``), set by the
 #: drop-in before it runs the pipeline; None when unknown.
 TARGET_ARCH: str | None = None
+
+#: The real ptxas and the options of the build's command line that change
+#: the code (`ptxasw.driver.assembler.CODE_OPTIONS`), set by the drop-in:
+#: the synthesis asks it which products it fuses (`ptxasw.synth.pinning`).
+PTXAS_COMMAND: list[str] | None = None
 
 
 def synthesis_settings(env: Mapping[str, str] | None = None, *, warn: bool = False) -> dict[str, str]:

@@ -13,7 +13,8 @@ For a load B that lane ``laneid + N`` already loaded as A::
     @%swp0 ld.global.f32 %fB, [...];  // B, kept for the corner cases
 
 ``.up`` with ``-N`` for N < 0; a plain ``mov`` for N == 0. 64-bit values
-travel as two 32-bit shuffles. No branch is added: one predicate per shuffle,
+travel as two 32-bit shuffles, 16-bit ones (halves, shorts, bytes loaded
+into ``%rs``) packed into one. No branch is added: one predicate per shuffle,
 as the paper does, so the code stays straight-line for ``ptxas``.
 
 Beyond the paper: the room to the right (``%swright``) and left
@@ -163,6 +164,15 @@ class _Generator:
         typ = b.declared_type(dst) or ".b32"
         if _bits(typ) == 32:
             return [b.shfl_sync(direction, dst, src, abs(delta), clamp, mask)]
+        if _bits(typ) == 16:
+            # Packed with itself into 32 bits (any 16-bit register type
+            # packs: .b16, .u16, .f16) and unpacked after the shuffle.
+            wide, shuffled, spare = b.fresh(".b32", "w"), b.fresh(".b32", "sw"), b.fresh(".b16", "sp")
+            return [
+                b.instruction("mov", [".b32"], [wide, ir.VectorOperand((src, src))]),
+                b.shfl_sync(direction, shuffled, wide, abs(delta), clamp, mask),
+                b.instruction("mov", [".b32"], [ir.VectorOperand((dst, spare)), shuffled]),
+            ]
         lo, hi, slo, shi = (b.fresh(".b32", n) for n in ("lo", "hi", "slo", "shi"))
         return [
             b.instruction("mov", [".b64"], [ir.VectorOperand((lo, hi)), src]),

@@ -36,8 +36,10 @@ only where the equation needs it, and recorded with the load.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 import networkx as nx
 import z3
@@ -47,6 +49,10 @@ from ptxasw.analysis.cfg import CFG
 from ptxasw.emulator.symbolic.executor import Access, Budget, Flow, KernelAnalysis, SymbolicExecutor
 from ptxasw.ir import isa
 from ptxasw.synth.solver import NO_WRAP, Prover, TermConstants, lanes_may_write, shift_thread
+
+if TYPE_CHECKING:
+    from ptxasw.analysis.contraction import OpenSum
+    from ptxasw.synth.pinning import Choice
 
 __all__ = [
     "MODES",
@@ -73,6 +79,14 @@ class Options:
     ``time_s``: analysis budget per kernel (each of the two runs).
     ``profit``: ``always`` rewrites every proven load; ``model`` only those
     the cost model (`ptxasw.synth.cost`) says pay on ``arch``.
+    ``rounding``: ``ptxas`` (the default of the commands and the drop-in)
+    keeps the original build's rounding where PTX leaves it to ptxas
+    (`ptxasw.synth.pinning`: open sums pinned to ptxas's own choice, found
+    with ``assemble``; loads feeding sums it cannot pin stay loads);
+    ``ptx``: the rewrite equals the original under PTX's semantics, and
+    ptxas may fuse other products than it did (other last bits).
+    ``assemble``: the target's ptxas as the build runs it (PTX text ->
+    bytes, None when it fails); without it no sum can be pinned.
     """
 
     max_delta: int = 31
@@ -82,6 +96,8 @@ class Options:
     max_paths: int = 256
     profit: str = "always"  # "model": keep only the shuffles `ptxasw.synth.cost` says pay on ``arch``
     arch: str | None = None
+    rounding: str = "ptx"
+    assemble: Callable[[str], bytes | None] | None = field(default=None, compare=False, repr=False)
 
 
 class Status(StrEnum):
@@ -121,6 +137,8 @@ class KernelPlan:
     verdicts: list[LoadVerdict] = field(default_factory=list)
     seconds: float = 0.0
     block_shape_known: bool = False  # .reqntid with %ntid.x a multiple of 32
+    # Open sums pinned to ptxas's choice in the rewrite (`ptxasw.synth.pinning`).
+    pins: list[tuple[OpenSum, Choice]] = field(default_factory=list)
 
     @property
     def chosen(self) -> list[LoadVerdict]:
@@ -523,11 +541,14 @@ def _unsupported(inst: ir.Instruction, bits: int | None) -> str | None:
         return "unsupported access (predicated load)"
     if _ORDERED_LOAD & set(inst.modifiers):
         return "unsupported access (a volatile or memory-ordered load: each one must be performed)"
-    if bits not in (32, 64):
+    if bits not in (16, 32, 64):
         return f"unsupported access ({bits}-bit register)"
     typ = isa.instruction_type(inst)
     loaded = isa.type_bits(typ) if typ else None
-    if loaded != bits:
+    # A narrow load fills a wider register (ld.u8 into %r, extended by the
+    # load's type): the shuffle moves the whole register, and a source of the
+    # same instruction type (`_may_source`) extended it the same way.
+    if loaded is None or loaded > bits:
         return f"unsupported access ({loaded}-bit load into a {bits}-bit register)"
     return None
 

@@ -31,6 +31,7 @@ import z3
 
 from ptxasw import ir
 from ptxasw.emulator.symbolic.executor import Budget, Flow, KernelAnalysis, SymbolicExecutor
+from ptxasw.ir import isa
 from ptxasw.synth.codegen import Site
 from ptxasw.synth.solver import NO_WRAP, Prover, TermConstants, lanes_may_write
 
@@ -112,7 +113,8 @@ def prove_sites(
             if len(source_terms[k]) > 1:
                 outcomes[k] = "failed: the source value differs between paths"
                 continue
-            if new_value.size() != value.size():
+            value = _in_register(value, new_value.size(), loads[k])
+            if value is None:
                 outcomes[k] = "failed: the register and the load differ in width"
                 continue
             if _stale_in_warp(prover, constants, hypotheses, old, loads[k], sources[k], nth):
@@ -137,6 +139,19 @@ def prove_sites(
         if problem is not None:
             return ProofResult([problem] * len(sites), assumptions, rewritten)
     return ProofResult(outcomes, assumptions, rewritten)
+
+
+def _in_register(value: z3.BitVecRef, width: int, load: ir.Instruction) -> z3.BitVecRef | None:
+    """The loaded ``value`` as the load leaves it in a ``width``-bit register:
+    extended by the load's type (``ld.s8`` sign-extends, ``ld.u8`` and
+    ``ld.b8`` zero-extend), or None where the register is narrower."""
+    extra = width - value.size()
+    if extra < 0:
+        return None
+    if extra == 0:
+        return value
+    typ = isa.instruction_type(load) or ""
+    return z3.SignExt(extra, value) if typ.startswith(".s") else z3.ZeroExt(extra, value)
 
 
 def _pair_flows(old: list[Flow], new: list[Flow]) -> list[tuple[Flow, Flow]] | None:

@@ -414,6 +414,34 @@ def _size(e: z3.ExprRef, limit: int = _DECIDE_LIMIT + 1) -> int:
     return len(seen)
 
 
+# Operations that move bits without looking at them: an ``If`` under one
+# of them can be taken outside (`_if_outside`).
+_BIT_MOVES = (z3.Z3_OP_EXTRACT, z3.Z3_OP_ZERO_EXT, z3.Z3_OP_SIGN_EXT, z3.Z3_OP_CONCAT)
+
+
+def _if_outside(e: z3.ExprRef) -> z3.ExprRef:
+    """``e`` with an ``If`` under extractions, extensions and concatenations
+    taken outside them: ``Concat(0, If(c, x, y))`` becomes ``If(c, Concat(0,
+    x), Concat(0, y))``. A narrow value in a wide register (a byte shuffled
+    in a 32-bit register, a half packed for its shuffle) is such a term, and
+    `Prover.equal_by_cases` splits at an outer ``If`` with the cheap test for
+    large conditions rather than handing them to the solver whole."""
+    if not z3.is_app(e) or e.decl().kind() not in _BIT_MOVES:
+        return e
+    kids = [_if_outside(k) for k in e.children()]
+    ifs = [k for k, kid in enumerate(kids) if z3.is_app_of(kid, z3.Z3_OP_ITE)]
+    if len(ifs) != 1:
+        return e
+    k = ifs[0]
+    cond, then, other = kids[k].arg(0), kids[k].arg(1), kids[k].arg(2)
+    rebuild = e.decl()
+    return z3.If(
+        cond,
+        _if_outside(simplify(rebuild(*kids[:k], then, *kids[k + 1 :]))),
+        _if_outside(simplify(rebuild(*kids[:k], other, *kids[k + 1 :]))),
+    )
+
+
 def _inner_condition(e: z3.ExprRef) -> z3.BoolRef | None:
     """The condition of the first ``If`` inside ``e`` (outside loads and other
     functions) that is small and reads no memory: one the context can decide."""
@@ -560,6 +588,7 @@ class Prover:
         """
         if depth > 16:
             return self.equal(hypotheses, a, b)
+        a = _if_outside(a)
         if z3.is_app_of(a, z3.Z3_OP_ITE):
             cond, then, other = a.arg(0), a.arg(1), a.arg(2)
             big = _mentions_memory(cond) or _size(cond) > _DECIDE_LIMIT

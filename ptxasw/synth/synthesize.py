@@ -24,6 +24,7 @@ import time
 from typing import Any
 
 from ptxasw import ir
+from ptxasw.analysis.contraction import feeding_registers, open_sums
 from ptxasw.driver.deadline import Deadline
 from ptxasw.driver.pipeline import FunctionPass, PassResult
 from ptxasw.emulator.symbolic.executor import Budget
@@ -33,6 +34,7 @@ from ptxasw.synth import tuned
 from ptxasw.synth.codegen import emit_shuffles
 from ptxasw.synth.cost import costs_for, nothing_pays, site_cost
 from ptxasw.synth.detect import KernelPlan, LoadVerdict, Options, detect_kernel
+from ptxasw.synth.pinning import pin, settle
 from ptxasw.synth.prove import PROVED, prove_sites
 from ptxasw.synth.solver import clear_memos
 
@@ -78,14 +80,20 @@ def plan_kernel(module: ir.Module, fn: ir.Function, options: Options | None = No
     else:
         for verdict in plan.chosen:
             verdict.block("proof did not settle")
+    if options.rounding == "ptxas" and plan.chosen:
+        _keep_rounding(module, fn, plan, options)
     plan.seconds = time.perf_counter() - start
     return plan
 
 
 def rewrite_kernel(builder: FunctionBuilder, plan: KernelPlan, mode: str = "normal") -> int:
-    """Emit ``plan``'s proven shuffles into ``builder``'s function; how many."""
+    """Emit ``plan``'s proven shuffles, and with them its pins, into
+    ``builder``'s function (whose instructions the plan names); how many."""
     chosen = [v for v in plan.chosen if v.proof == PROVED]
     sites = emit_shuffles(builder, chosen, mode, plan.block_shape_known)
+    if sites:
+        for s, choice in plan.pins:
+            pin(builder, s, choice)
     return len(sites)
 
 
@@ -99,6 +107,33 @@ def _keep_paying(plan: KernelPlan, options: Options) -> None:
         cost = site_cost(costs, bits, options.mode)
         if cost >= costs.load:
             v.block(f"does not pay on {options.arch or 'this target'} ({cost:.2f} warp loads for 1)")
+
+
+def _keep_rounding(module: ir.Module, fn: ir.Function, plan: KernelPlan, options: Options) -> None:
+    """Keep the original build's rounding (`ptxasw.synth.pinning`): record
+    in ``plan.pins`` the open sums of ``fn`` settled to ptxas's choice, and
+    block the loads whose values flow into a sum that could not be settled
+    or pinned (with ``assemble`` missing, every open sum). Called before
+    ``fn`` is edited: the choices are those of the module as it stands."""
+    found = open_sums(fn)
+    if not found:
+        return
+    settled = {}
+    if options.assemble is not None and found.pinnable:
+        settled = settle(module, fn, found.pinnable, options.assemble)
+    plan.pins = [(s, settled[k]) for k, s in enumerate(found.pinnable) if k in settled]
+    unpinned = [(s.total, [s.left, s.right]) for k, s in enumerate(found.pinnable) if k not in settled]
+    feeding = feeding_registers(fn, unpinned + found.other)
+    why = "ptxas was not asked" if options.assemble is None else "ptxas's choice was not found"
+    for v in plan.chosen:
+        dst = v.load.operands[0] if v.load.operands else None
+        total = feeding.get(dst.name) if isinstance(dst, ir.Register) else None
+        if total is not None:
+            line = f" at line {total.loc.line}" if total.loc.line else ""
+            v.block(
+                f"rounding: the value reaches a sum{line} whose products ptxas may fuse either way "
+                f"({why}; a rewrite may change its choice and the last bits)"
+            )
 
 
 def _copy_with(

@@ -16,6 +16,7 @@ from typing import Any
 
 from ptxasw import ir
 from ptxasw.driver import tuning
+from ptxasw.driver.assembler import assembler
 from ptxasw.synth.detect import Options
 from ptxasw.tune.device import Device, Dims, Value
 from ptxasw.tune.select import DEFAULT_MARGIN, Measurement, measure
@@ -75,7 +76,14 @@ def tune_kernels(
 
     ``store`` None: measure and report, store nothing.
     """
-    options = Options(max_delta=settings.max_delta, time_s=settings.time_s, arch=settings.arch)
+    # The rewrite measured must be the one the drop-in emits: the same pins of ptxas's rounding.
+    options = Options(
+        max_delta=settings.max_delta,
+        time_s=settings.time_s,
+        arch=settings.arch,
+        rounding="ptxas",
+        assemble=assembler([str(ptxas), f"-arch={settings.arch}"]),
+    )
     results = []
     with tempfile.TemporaryDirectory(prefix="ptxasw-tune-") as tmp:
         for name in kernels:

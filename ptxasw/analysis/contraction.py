@@ -1,0 +1,151 @@
+"""Where ptxas, not the PTX, decides the rounding: sums it may fuse either way.
+
+A floating-point ``mul``, ``add`` or ``sub`` without a rounding modifier
+lets ``ptxas`` contract a product and a sum into one ``fma`` (the PTX ISA
+gives it that freedom; ``.rn`` takes it away). Where the choice is forced
+the rewrite cannot change it: a product used once, added to something that
+is not a product, is fused. Where it is not, ptxas picks by its own
+schedule: in ``a*b - c*d`` (nvcc leaves exactly these to ptxas) one of the
+two products is fused and the other rounded, and which one depends on when
+their operands arrive. A load turned into a shuffle arrives at another
+time: on an H100 the rewrite of ``a[i+1]*b[i] - a[i]*b[i+1]`` fused the
+other product and changed the last bit of the result.
+
+`open_sums` finds those sums: the ones of two products used once each
+(`OpenSum`, which `ptxasw.synth.pinning` can pin to the choice ptxas made),
+and the others (a product also used elsewhere), which nothing pins.
+`feeding_registers` names the registers whose values flow into a set of
+sums' products.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from ptxasw.ir import isa
+from ptxasw.ir.nodes import Function, Instruction, Register
+
+__all__ = ["OpenSum", "SumsFound", "feeding_registers", "open_sums"]
+
+_FLOATS = frozenset({".f32", ".f64"})
+
+
+@dataclass(frozen=True)
+class OpenSum:
+    """``total = left ± right`` where ``left`` and ``right`` are contractible
+    products, each read by ``total`` alone: ptxas fuses one of them (or
+    neither), its choice."""
+
+    total: Instruction
+    left: Instruction
+    right: Instruction
+    index: int  # its place among the function's pinnable sums (`open_sums`), in text order
+
+    def moved(self, memo: dict[int, object]) -> OpenSum:
+        """The same sum in a copy of its function (``memo``: `copy.deepcopy`'s)."""
+        return OpenSum(memo[id(self.total)], memo[id(self.left)], memo[id(self.right)], self.index)  # type: ignore[arg-type]
+
+
+@dataclass
+class SumsFound:
+    """A function's open sums: those `ptxasw.synth.pinning` can pin, and the
+    others (each with the products it may fuse)."""
+
+    pinnable: list[OpenSum]
+    other: list[tuple[Instruction, list[Instruction]]]
+
+    def __bool__(self) -> bool:
+        return bool(self.pinnable or self.other)
+
+
+def contractible(inst: Instruction, opcodes: tuple[str, ...]) -> bool:
+    """A float ``inst`` of one of ``opcodes`` that ptxas may contract: no
+    rounding modifier, no guard, no saturation."""
+    if inst.opcode not in opcodes or inst.guard is not None or ".sat" in inst.modifiers:
+        return False
+    if not _FLOATS & set(isa.instruction_types(inst)):
+        return False
+    return not any(isa.classify_modifier(m, inst.opcode) is isa.ModifierKind.ROUNDING for m in inst.modifiers)
+
+
+def open_sums(fn: Function) -> SumsFound:
+    """Every sum of ``fn`` whose fusion ptxas chooses.
+
+    A sum is open when both of its operands are contractible products, or
+    when a product among them is also read elsewhere (fused here, or kept
+    whole for the other reader: ptxas's call). It is pinnable when both are
+    products, each the only definition of its register, read once, of the
+    sum's type and flush mode, and built from registers defined once
+    (SSA-like, as nvcc and clang write them; ``-G`` and GCC code reuse
+    names, and moving a product to the sum could then read another value).
+    Registers are matched by name, every definition counting."""
+    writers: dict[str, list[Instruction]] = defaultdict(list)
+    readers: dict[str, int] = defaultdict(int)
+    instructions = list(fn.instructions())
+    for inst in instructions:
+        for reg in isa.uses(inst):
+            readers[reg.name] += 1
+        for reg in isa.defs(inst):
+            writers[reg.name].append(inst)
+
+    def product(reg: Register) -> list[Instruction]:
+        return [w for w in writers.get(reg.name, ()) if contractible(w, ("mul",))]
+
+    found = SumsFound([], [])
+    for inst in instructions:
+        if not contractible(inst, ("add", "sub")):
+            continue
+        operands = [op for op in inst.operands[1:] if isinstance(op, Register)]
+        fused = [op for op in operands if product(op)]
+        if not (len(fused) == 2 or any(readers[op.name] > 1 for op in fused)):
+            continue
+        if len(fused) == 2 and all(_pinnable_product(inst, op, writers, readers) for op in fused):
+            left, right = writers[fused[0].name][0], writers[fused[1].name][0]
+            found.pinnable.append(OpenSum(inst, left, right, len(found.pinnable)))
+        else:
+            found.other.append((inst, [p for op in fused for p in product(op)]))
+    return found
+
+
+def _pinnable_product(
+    total: Instruction, reg: Register, writers: dict[str, list[Instruction]], readers: dict[str, int]
+) -> bool:
+    defs = writers.get(reg.name, [])
+    if len(defs) != 1 or readers[reg.name] != 1 or reg.name == _sum_dst(total):
+        return False
+    mul = defs[0]
+    if isa.instruction_types(mul) != isa.instruction_types(total):
+        return False
+    if (".ftz" in mul.modifiers) != (".ftz" in total.modifiers):
+        return False
+    return all(len(writers.get(r.name, [])) <= 1 for r in isa.uses(mul))
+
+
+def _sum_dst(total: Instruction) -> str | None:
+    dst = total.operands[0] if total.operands else None
+    return dst.name if isinstance(dst, Register) else None
+
+
+def feeding_registers(
+    fn: Function, sums: list[tuple[Instruction, list[Instruction]]]
+) -> dict[str, Instruction]:
+    """Register name -> a sum of ``sums`` (each with its products) that the
+    register's value flows into through a product: the registers the
+    products read, what those were computed from, and so on (register
+    dataflow by name, no memory)."""
+    writers: dict[str, list[Instruction]] = defaultdict(list)
+    for inst in fn.instructions():
+        for reg in isa.defs(inst):
+            writers[reg.name].append(inst)
+    feeding: dict[str, Instruction] = {}
+    for total, products in sums:
+        work = [reg.name for p in products for reg in isa.uses(p)]
+        while work:
+            name = work.pop()
+            if name in feeding:
+                continue
+            feeding[name] = total
+            for writer in writers.get(name, ()):
+                work.extend(reg.name for reg in isa.uses(writer))
+    return feeding

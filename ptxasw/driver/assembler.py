@@ -1,0 +1,92 @@
+"""NVIDIA's ptxas as a function from PTX text to bytes, for asking it questions.
+
+`ptxasw.synth.pinning` finds which product ptxas fuses in a sum by
+assembling variants of the module and comparing the bytes, so it must run
+ptxas as the build does: the same executable and the options that change
+code (the target, ``-O``, ``--fmad``, ``-G``, register limits...), not the
+ones that name files or only print. The drop-in passes its command line
+(`code_options`); the commands use the ptxas they find and the module's
+``.target``.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the drop-in's fast path imports this module, and no IR
+    from ptxasw import ir
+
+__all__ = ["CODE_OPTIONS", "Assemble", "assembler", "module_arch"]
+
+#: PTX text -> what ptxas made of it (None: it failed or timed out).
+Assemble = Callable[[str], bytes | None]
+
+#: ptxas options (long names) that change the code it writes.
+CODE_OPTIONS = frozenset(
+    {
+        "Ofast-compile",
+        "allow-expensive-optimizations",
+        "compile-only",
+        "def-load-cache",
+        "def-store-cache",
+        "device-debug",
+        "device-function-maxrregcount",
+        "disable-optimizer-constants",
+        "dont-merge-basicblocks",
+        "entry",
+        "extensible-whole-program",
+        "fmad",
+        "force-load-cache",
+        "force-store-cache",
+        "generate-line-info",
+        "gpu-name",
+        "legacy-bar-warp-wide-behavior",
+        "machine",
+        "maxntid",
+        "maxrregcount",
+        "minnctapersm",
+        "opt-level",
+        "optimize-float-atomics",
+        "override-directive-values",
+        "position-independent-code",
+        "register-usage-level",
+        "return-at-end",
+        "sp-bounds-check",
+    }
+)
+
+
+def assembler(command: Sequence[str], timeout_s: float = 60.0) -> Assemble:
+    """``command`` (ptxas and its options) run on a PTX text in a private
+    directory: the bytes of the cubin, or None when ptxas fails."""
+    prefix = list(command)
+
+    def assemble(text: str) -> bytes | None:
+        with tempfile.TemporaryDirectory(prefix="ptxasw-pin-") as tmp:
+            ptx, out = Path(tmp) / "in.ptx", Path(tmp) / "out.cubin"
+            ptx.write_text(text, encoding="utf-8", errors="surrogateescape")
+            try:
+                proc = subprocess.run(
+                    [*prefix, str(ptx), "-o", str(out)], capture_output=True, timeout=timeout_s, check=False
+                )
+            except (OSError, subprocess.TimeoutExpired):
+                return None
+            return out.read_bytes() if proc.returncode == 0 and out.exists() else None
+
+    return assemble
+
+
+def module_arch(module: ir.Module) -> str | None:
+    """The first ``sm_XX`` of the module's ``.target`` (what ptxas would be asked for)."""
+    from ptxasw import ir
+
+    for item in module.items:
+        if isinstance(item, ir.Target):
+            for target in item.targets:
+                if target.startswith("sm_"):
+                    return target
+    return None

@@ -1,0 +1,121 @@
+"""Open sums (`ptxasw.analysis.contraction`) and pinning them (`ptxasw.synth.pinning`).
+
+ptxas may fuse a contractible ``mul`` into the ``add``/``sub`` that reads
+it; in ``a*b - c*d`` it picks one product, by its schedule. These tests
+check which sums are found open, that each pin computes what its rounding
+says (in the interpreter, on values where the three choices differ), and,
+with NVIDIA's ptxas installed, that `settle` finds pins that leave the
+original's cubin unchanged.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ptxasw.analysis.contraction import open_sums
+from ptxasw.cli.common import synthesis_assembler
+from ptxasw.emulator.concrete.interpreter import launch
+from ptxasw.ir.builder import FunctionBuilder
+from ptxasw.ir.printer import print_module
+from ptxasw.parser import parse_ptx
+from ptxasw.synth.pinning import Choice, pin, pin_like, settle
+
+KERNEL = """\
+.version 9.0
+.target sm_90
+.address_size 64
+
+.visible .entry k(.param .u64 pa, .param .u64 pout)
+{
+	.reg .f32 	%f<20>;
+	.reg .b32 	%r<3>;
+	.reg .b64 	%rd<9>;
+
+	ld.param.u64 	%rd1, [pa];
+	ld.param.u64 	%rd2, [pout];
+	cvta.to.global.u64 	%rd3, %rd1;
+	cvta.to.global.u64 	%rd4, %rd2;
+	mov.u32 	%r1, %tid.x;
+	mul.wide.u32 	%rd5, %r1, 16;
+	add.s64 	%rd6, %rd3, %rd5;
+	ld.global.v4.f32 	{%f1, %f2, %f3, %f4}, [%rd6];
+	mul.f32 	%f5, %f1, %f2;
+	mul.f32 	%f6, %f3, %f4;
+	sub.f32 	%f7, %f5, %f6;
+	mul.f32 	%f8, %f1, %f3;
+	add.f32 	%f9, %f8, %f4;
+	mul.f32 	%f10, %f2, %f4;
+	add.f32 	%f11, %f10, %f1;
+	add.f32 	%f12, %f10, %f3;
+	mul.rn.f32 	%f13, %f1, %f4;
+	mul.f32 	%f14, %f2, %f3;
+	add.f32 	%f15, %f13, %f14;
+	mul.wide.u32 	%rd7, %r1, 20;
+	add.s64 	%rd8, %rd4, %rd7;
+	st.global.v4.f32 	[%rd8], {%f7, %f9, %f11, %f12};
+	st.global.f32 	[%rd8+16], %f15;
+	ret;
+}
+"""
+
+# a = b = c = d = 1 + 2**-12: a*b = 1 + 2**-11 + 2**-24 rounds (a tie, to even)
+# to 1 + 2**-11, so the three ways of rounding a*b - c*d differ.
+X = np.float32(1 + 2.0**-12)
+EXPECTED = {Choice.LEFT: 2.0**-24, Choice.RIGHT: -(2.0**-24), Choice.NEITHER: 0.0}
+
+
+def _sum_of(module_text: str, choice: Choice | None) -> float:
+    module = parse_ptx(module_text, "k.ptx")
+    if choice is not None:
+        (s,) = open_sums(module.function("k")).pinnable
+        pin(FunctionBuilder(module.function("k"), module), s, choice)
+        module = parse_ptx(print_module(module), "pinned.ptx")  # the printed text is what ptxas gets
+    out = np.zeros(5, np.float32)
+    result = launch(module, "k", (1,), (1,), [np.full(4, X, np.float32), out])
+    return float(result.buffers[1][0])
+
+
+def test_only_a_sum_of_two_products_used_once_is_pinnable() -> None:
+    found = open_sums(parse_ptx(KERNEL, "k.ptx").function("k"))
+    (s,) = found.pinnable
+    assert [op.name for op in s.total.operands] == ["%f7", "%f5", "%f6"]
+    assert (s.left.operands[0].name, s.right.operands[0].name) == ("%f5", "%f6")
+    # %f10 is read by two sums: fused into either, both or none (ptxas's call), not pinned.
+    assert sorted(total.operands[0].name for total, _ in found.other) == ["%f11", "%f12"]
+    # %f9 (one product and a value) and %f15 (one product is .rn) are not open.
+
+
+@pytest.mark.parametrize("choice", list(Choice))
+def test_each_pin_rounds_as_it_says(choice: Choice) -> None:
+    assert _sum_of(KERNEL, None) == 0.0  # the interpreter rounds each operation: no fusion
+    assert _sum_of(KERNEL, choice) == EXPECTED[choice]
+
+
+def test_settle_finds_what_ptxas_does() -> None:
+    module = parse_ptx(KERNEL, "k.ptx")
+    assemble = synthesis_assembler(module, "ptxas")
+    if assemble is None:
+        pytest.skip("no ptxas")
+    fn = module.function("k")
+    sums = open_sums(fn).pinnable
+    choices = settle(module, fn, sums, assemble)
+    assert set(choices) == {0}
+    # The pin found leaves ptxas's code as it was, byte for byte.
+    pinned = parse_ptx(KERNEL, "k.ptx")
+    pin_like(pinned, "k", [(sums[0], choices[0])])
+    assert assemble(print_module(pinned)) == assemble(KERNEL)
+
+
+def test_settle_without_an_answer_pins_nothing() -> None:
+    module = parse_ptx(KERNEL, "k.ptx")
+    fn = module.function("k")
+    assert settle(module, fn, open_sums(fn).pinnable, lambda text: None) == {}
+
+
+def test_a_pin_that_ptxas_did_not_choose_is_refused() -> None:
+    """An assembler that only accepts the unpinned text (every pin changes
+    its output) settles nothing: no pin is taken on trust."""
+    module = parse_ptx(KERNEL, "k.ptx")
+    fn = module.function("k")
+    assert settle(module, fn, open_sums(fn).pinnable, lambda text: text.encode()) == {}
