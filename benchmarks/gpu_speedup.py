@@ -157,7 +157,7 @@ def emit_variant(module: Any, symbol: str, plan: Any, mode: str) -> str:
     from ptxasw.ir.builder import FunctionBuilder
     from ptxasw.ir.printer import print_module
     from ptxasw.synth.codegen import emit_shuffles
-    from ptxasw.synth.pinning import pin
+    from ptxasw.synth.pinning import write_rounding
     from ptxasw.synth.prove import PROVED
 
     memo: dict[int, Any] = {}
@@ -169,8 +169,8 @@ def emit_variant(module: Any, symbol: str, plan: Any, mode: str) -> str:
     ]
     builder = FunctionBuilder(twin.function(symbol), twin)
     if emit_shuffles(builder, chosen, mode, plan.block_shape_known):
-        for s, choice in plan.pins:  # the rounding ptxas gives the original (`ptxasw.synth.pinning`)
-            pin(builder, s.moved(memo), choice)
+        # The rounding ptxas gives the original (`ptxasw.synth.pinning`).
+        write_rounding(builder, plan.pins, plan.apart, memo)
     return print_module(twin)
 
 
@@ -271,7 +271,10 @@ def _prepare_kernel(name: str, ptx: Path, out: Path, settings: dict[str, Any]) -
         f"failed, registers {regs}",
         flush=True,
     )
-    return {"kernel": name, "symbol": k.symbol, "synthesis": s, "variants": variants}
+    # The rounding ptxas gives the original, written out in normal: the interpreter
+    # runs the original with it (`InterpBackend.load`) to see the GPU's bits.
+    pins = [[p.index, str(choice)] for p, choice in plan.pins]
+    return {"kernel": name, "symbol": k.symbol, "synthesis": s, "variants": variants, "pins": pins}
 
 
 def load_manifest(folder: Path, names: Sequence[str] = ()) -> dict[str, Any]:
@@ -316,8 +319,12 @@ class Backend(Protocol):
 
     def device(self) -> str: ...
 
-    def load(self, ptx: Path, symbol: str, fmad: bool = True) -> tuple[Any, Resources | None]:
-        """A launchable kernel of ``ptx`` and its resources (None where unknown)."""
+    def load(
+        self, ptx: Path, symbol: str, fmad: bool = True, pins: list[Any] | None = None
+    ) -> tuple[Any, Resources | None]:
+        """A launchable kernel of ``ptx`` and its resources (None where unknown).
+        ``pins``: the rounding ptxas gives the original (`ptxasw.synth.pinning`),
+        for a backend that does not fuse by itself (the interpreter)."""
         ...
 
     def upload(self, host_args: list) -> list: ...
@@ -366,7 +373,9 @@ class CupyBackend:
     def device(self) -> str:
         return self.cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
 
-    def load(self, ptx: Path, symbol: str, fmad: bool = True) -> tuple[Any, Resources | None]:
+    def load(
+        self, ptx: Path, symbol: str, fmad: bool = True, pins: list[Any] | None = None
+    ) -> tuple[Any, Resources | None]:
         cubin = self.work / f"{ptx.stem}{'' if fmad else '.nofma'}.cubin"
         try:
             res: Resources | None = ptxas_verbose(ptx, symbol, cubin, fmad)
@@ -480,9 +489,17 @@ class InterpBackend:
     def device(self) -> str:
         return "ptxasw concrete interpreter (CPU)"
 
-    def load(self, ptx: Path, symbol: str, fmad: bool = True) -> tuple[Any, Resources | None]:
+    def load(
+        self, ptx: Path, symbol: str, fmad: bool = True, pins: list[Any] | None = None
+    ) -> tuple[Any, Resources | None]:
+        """``pins``: the original's rounding as ptxas chooses it, written out
+        before the interpreter runs it (the interpreter does not fuse)."""
+        from ptxasw.synth.pinning import pin_like
+
         res = ptxas_verbose(ptx, symbol) if shutil.which("ptxas") else None
-        return (suite.load_module(ptx), symbol), res
+        module = suite.load_module(ptx)
+        pin_like(module, symbol, [tuple(p) for p in pins or ()])
+        return (module, symbol), res
 
     def upload(self, host_args: list) -> list:
         return [a.copy() if isinstance(a, np.ndarray) else a for a in host_args]
@@ -549,7 +566,9 @@ def measure_kernel(
 ) -> list[dict[str, Any]]:
     """Rows of one kernel: every variant at every size, checked against the original and timed."""
     k = suite.get(entry["kernel"])
-    loaded = {v: backend.load(folder / entry["variants"][v]["ptx"], k.symbol) for v in VARIANTS}
+    pins = entry.get("pins")
+    paths = {v: folder / entry["variants"][v]["ptx"] for v in VARIANTS}
+    loaded = {v: backend.load(paths[v], k.symbol, pins=pins if v == "original" else None) for v in VARIANTS}
     fns = {v: fn for v, (fn, _) in loaded.items()}
     plain = _load_without_fma(backend, folder, entry, k.symbol)
     syn = entry["synthesis"]

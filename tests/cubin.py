@@ -16,9 +16,9 @@ import io
 
 from elftools.elf.elffile import ELFFile
 
-PTX_LAYOUT_SECTIONS = frozenset(
-    {".nv_debug_ptx_txt", ".nv_debug_line_sass", ".rel.nv_debug_line_sass", ".rela.nv_debug_line_sass"}
-)
+from ptxasw.driver.assembler import PTX_LAYOUT_SECTIONS
+
+__all__ = ["PTX_LAYOUT_SECTIONS", "differing_sections", "sections"]
 
 
 def sections(cubin: bytes) -> dict[str, bytes]:

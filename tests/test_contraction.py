@@ -5,7 +5,7 @@ it; in ``a*b - c*d`` it picks one product, by its schedule. These tests
 check which sums are found open, that each pin computes what its rounding
 says (in the interpreter, on values where the three choices differ), and,
 with NVIDIA's ptxas installed, that `settle` finds pins that leave the
-original's cubin unchanged.
+original's cubin unchanged (asking about one kernel of a file of two).
 """
 
 from __future__ import annotations
@@ -15,11 +15,13 @@ import pytest
 
 from ptxasw.analysis.contraction import open_sums
 from ptxasw.cli.common import synthesis_assembler
+from ptxasw.driver.assembler import assembler
+from ptxasw.driver.ptxas import find_real_ptxas
 from ptxasw.emulator.concrete.interpreter import launch
 from ptxasw.ir.builder import FunctionBuilder
 from ptxasw.ir.printer import print_module
 from ptxasw.parser import parse_ptx
-from ptxasw.synth.pinning import Choice, pin, pin_like, settle
+from ptxasw.synth.pinning import Choice, fuses_nothing, pin, pin_like, round_apart, settle
 
 KERNEL = """\
 .version 9.0
@@ -55,6 +57,11 @@ KERNEL = """\
 	add.s64 	%rd8, %rd4, %rd7;
 	st.global.v4.f32 	[%rd8], {%f7, %f9, %f11, %f12};
 	st.global.f32 	[%rd8+16], %f15;
+	ret;
+}
+
+.visible .entry other()
+{
 	ret;
 }
 """
@@ -103,7 +110,7 @@ def test_settle_finds_what_ptxas_does() -> None:
     assert set(choices) == {0}
     # The pin found leaves ptxas's code as it was, byte for byte.
     pinned = parse_ptx(KERNEL, "k.ptx")
-    pin_like(pinned, "k", [(sums[0], choices[0])])
+    pin_like(pinned, "k", [(0, choices[0])])
     assert assemble(print_module(pinned)) == assemble(KERNEL)
 
 
@@ -119,3 +126,21 @@ def test_a_pin_that_ptxas_did_not_choose_is_refused() -> None:
     module = parse_ptx(KERNEL, "k.ptx")
     fn = module.function("k")
     assert settle(module, fn, open_sums(fn).pinnable, lambda text: text.encode()) == {}
+
+
+def test_where_ptxas_fuses_nothing_every_product_is_written_apart() -> None:
+    """Under ``--fmad=false`` (and in ``-G`` builds) ptxas fuses no product:
+    the rewrite then writes every one with ``.rn`` rather than pinning sums
+    one by one, and refuses no load."""
+    module = parse_ptx(KERNEL, "k.ptx")
+    assemble = synthesis_assembler(module, "ptxas")
+    if assemble is None:
+        pytest.skip("no ptxas")
+    real = find_real_ptxas()
+    fn = module.function("k")
+    assert not fuses_nothing(module, fn, assemble)
+    assert fuses_nothing(module, fn, assembler([str(real), "-arch=sm_90", "--fmad=false"]))
+    round_apart(FunctionBuilder(fn, module))
+    text = print_module(module)
+    assert "mul.f32" not in text and "add.f32" not in text and "sub.rn.f32" in text
+    assert _sum_of(text, None) == EXPECTED[Choice.NEITHER]

@@ -141,3 +141,16 @@ def test_markdown_and_plot(dry_run: dict, tmp_path: Path) -> None:
     png = tmp_path / "speedup.png"
     gs.plot(dry_run, png)
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+
+
+def test_a_pinned_kernel_runs_exact_in_the_interpreter(tmp_path: Path) -> None:
+    """lapgsrb's ``a*b - c*d`` sums are pinned to the product ptxas fuses
+    (`ptxasw.synth.pinning`): the manifest keeps the pins, and the
+    interpreter, which fuses nothing by itself, runs the original with them,
+    so the rewrite is checked against the bits the GPU computes."""
+    gs.prepare(tmp_path, ["lapgsrb"], time_s=60, max_delta=31)
+    (entry,) = gs.load_manifest(tmp_path)["kernels"]
+    assert entry["pins"] and entry["synthesis"]["shuffles"] > 0
+    result = gs.run(tmp_path, gs.InterpBackend(), ["lapgsrb"], quick=False, runs=1, dry=True)
+    normal = [r for r in result["rows"] if r["variant"] == "normal"]
+    assert normal and all(r["exact"] for r in normal)

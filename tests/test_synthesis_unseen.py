@@ -24,7 +24,6 @@ import numpy as np
 import pytest
 
 from benchmarks.kernels import suite
-from ptxasw.analysis.contraction import OpenSum
 from ptxasw.cli.common import synthesis_assembler
 from ptxasw.emulator.concrete.interpreter import launch
 from ptxasw.ir.printer import print_module
@@ -243,7 +242,7 @@ class Versions(NamedTuple):
     original: str
     rewritten: str
     shuffles: dict[str, int]  # per kernel
-    pins: dict[str, list[tuple[OpenSum, Choice]]]  # per kernel: the rounding ptxas chose, kept
+    pins: dict[str, list[tuple[int, str]]]  # per kernel: the rounding ptxas chose (OpenSum.index, Choice)
 
 
 def rewrite(original: str) -> Versions:
@@ -253,7 +252,7 @@ def rewrite(original: str) -> Versions:
     synthesis = ShuffleSynthesisPass(options)
     synthesis.run(module)
     shuffles = {p.kernel: len(p.chosen) for p in synthesis.plans}
-    pins = {p.kernel: p.pins for p in synthesis.plans}
+    pins = {p.kernel: [(s.index, str(c)) for s, c in p.pins] for p in synthesis.plans}
     return Versions(original, print_module(module), shuffles, pins)
 
 
@@ -337,7 +336,7 @@ def test_a_sum_of_two_products_keeps_the_product_ptxas_fuses() -> None:
         pytest.skip("no ptxas")
     versions = rewrite(original)
     assert versions.shuffles["two_arrays"] == 2
-    assert [choice for _, choice in versions.pins["two_arrays"]] == [Choice.LEFT]
+    assert [choice for _, choice in versions.pins["two_arrays"]] == [Choice.LEFT.value]
     kernel = versions.rewritten[versions.rewritten.index(".entry two_arrays") :]
     kernel = kernel[: kernel.index("\n}")]
     assert "fma.rn.f32" in kernel and "mul.rn.f32" in kernel and "sub.f32" not in kernel

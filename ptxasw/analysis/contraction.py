@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from ptxasw.ir import isa
 from ptxasw.ir.nodes import Function, Instruction, Register
 
-__all__ = ["OpenSum", "SumsFound", "feeding_registers", "open_sums"]
+__all__ = ["OpenSum", "SumsFound", "contractible", "feeding_registers", "open_sums"]
 
 _FLOATS = frozenset({".f32", ".f64"})
 

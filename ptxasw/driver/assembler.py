@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # the drop-in's fast path imports this module, and no IR
     from ptxasw import ir
 
-__all__ = ["CODE_OPTIONS", "Assemble", "assembler", "module_arch"]
+__all__ = ["CODE_OPTIONS", "PTX_LAYOUT_SECTIONS", "Assemble", "assembler", "code_of", "module_arch"]
 
 #: PTX text -> what ptxas made of it (None: it failed or timed out).
 Assemble = Callable[[str], bytes | None]
@@ -60,9 +60,38 @@ CODE_OPTIONS = frozenset(
 )
 
 
+#: Sections of a cubin that follow the PTX text's layout, not its meaning:
+#: ``-G`` and ``-lineinfo`` builds embed the PTX text (``.nv_debug_ptx_txt``)
+#: and a SASS-to-PTX-line table. Two texts that differ in one modifier differ
+#: there whatever the code.
+PTX_LAYOUT_SECTIONS = frozenset(
+    {".nv_debug_ptx_txt", ".nv_debug_line_sass", ".rel.nv_debug_line_sass", ".rela.nv_debug_line_sass"}
+)
+
+
+def code_of(cubin: bytes) -> bytes:
+    """``cubin`` without its PTX-layout sections: every other section, by
+    name, in file order (equal for two cubins of the same code)."""
+    import io
+
+    from elftools.common.exceptions import ELFError
+    from elftools.elf.elffile import ELFFile
+
+    try:
+        elf = ELFFile(io.BytesIO(cubin))
+        parts = [
+            s.name.encode() + b"\0" + (s.data() if s["sh_type"] != "SHT_NOBITS" else b"")
+            for s in elf.iter_sections()
+            if s.name not in PTX_LAYOUT_SECTIONS
+        ]
+    except (ELFError, ValueError):
+        return cubin  # not an ELF object: compared whole
+    return b"\1".join(parts)
+
+
 def assembler(command: Sequence[str], timeout_s: float = 60.0) -> Assemble:
     """``command`` (ptxas and its options) run on a PTX text in a private
-    directory: the bytes of the cubin, or None when ptxas fails."""
+    directory: the cubin's code (`code_of`), or None when ptxas fails."""
     prefix = list(command)
 
     def assemble(text: str) -> bytes | None:
@@ -75,7 +104,7 @@ def assembler(command: Sequence[str], timeout_s: float = 60.0) -> Assemble:
                 )
             except (OSError, subprocess.TimeoutExpired):
                 return None
-            return out.read_bytes() if proc.returncode == 0 and out.exists() else None
+            return code_of(out.read_bytes()) if proc.returncode == 0 and out.exists() else None
 
     return assemble
 

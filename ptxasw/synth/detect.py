@@ -139,6 +139,8 @@ class KernelPlan:
     block_shape_known: bool = False  # .reqntid with %ntid.x a multiple of 32
     # Open sums pinned to ptxas's choice in the rewrite (`ptxasw.synth.pinning`).
     pins: list[tuple[OpenSum, Choice]] = field(default_factory=list)
+    # ptxas fuses no product of the original: the rewrite writes every one apart.
+    apart: bool = False
 
     @property
     def chosen(self) -> list[LoadVerdict]:

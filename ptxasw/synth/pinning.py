@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import math
+import time
 from collections.abc import Sequence
 from enum import StrEnum
 
@@ -31,7 +33,7 @@ from ptxasw.ir import isa
 from ptxasw.ir.builder import FunctionBuilder
 from ptxasw.ir.printer import print_module
 
-__all__ = ["Choice", "pin", "pin_like", "settle"]
+__all__ = ["Choice", "fuses_nothing", "pin", "pin_like", "round_apart", "settle", "write_rounding"]
 
 
 class Choice(StrEnum):
@@ -99,13 +101,22 @@ def _type(inst: ir.Instruction) -> str:
 
 
 def settle(
-    module: ir.Module, fn: ir.Function, sums: Sequence[OpenSum], assemble: Assemble, limit: int = 48
+    module: ir.Module,
+    fn: ir.Function,
+    sums: Sequence[OpenSum],
+    assemble: Assemble,
+    limit: int = 48,
+    time_s: float = math.inf,
 ) -> dict[int, Choice]:
     """Index in ``sums`` -> the choice ptxas makes for it in ``module`` as it
     stands (sums it could not be shown for are missing). At most ``limit``
-    assemblies after the first; every pin is checked on a copy."""
-    base = assemble(print_module(module))
-    if base is None or not sums:
+    assemblies after the first, and none started after ``time_s`` seconds;
+    every pin is checked on a copy of the module `_asked` puts it to."""
+    if not sums:
+        return {}
+    stop = time.monotonic() + time_s
+    scope, base = _asked(module, fn, assemble)
+    if base is None:
         return {}
     runs = 0
 
@@ -114,7 +125,7 @@ def settle(
         runs += 1
         memo: dict[int, object] = {}
         trial_fn = copy.deepcopy(fn, memo)
-        trial = dataclasses.replace(module, items=[trial_fn if it is fn else it for it in module.items])
+        trial = dataclasses.replace(scope, items=[trial_fn if it is fn else it for it in scope.items])
         builder = FunctionBuilder(trial_fn, trial)
         for k, choice in assignment.items():
             pin(builder, sums[k].moved(memo), choice)
@@ -122,7 +133,7 @@ def settle(
 
     def test(group: list[int], choice: Choice) -> list[int]:
         """The members of ``group`` for which ``choice`` is not ptxas's."""
-        if runs >= limit:
+        if runs >= limit or time.monotonic() > stop:
             return group
         if same({k: choice for k in group}):
             known.update({k: choice for k in group})
@@ -140,15 +151,81 @@ def settle(
     return known
 
 
-def pin_like(module: ir.Module, kernel: str, pins: Sequence[tuple[OpenSum, Choice]]) -> None:
-    """Apply ``pins`` (found on another parse of the same text) to ``kernel``
-    of ``module``: the original as ptxas compiles it, in PTX whose rounding
-    is explicit, which is what the interpreter must run to see the GPU's
-    bits (tests and `benchmarks/gpu_unseen.py` do)."""
+def round_apart(builder: FunctionBuilder) -> None:
+    """Every contractible ``mul``/``add``/``sub`` of the function written with
+    ``.rn``: no product fused anywhere, as ptxas compiled an original of
+    which `fuses_nothing` holds."""
+    for inst in list(builder.fn.instructions()):
+        if _unrounded_float(inst):
+            new = builder.instruction(inst.opcode, [".rn", *inst.modifiers], inst.operands, guard=inst.guard)
+            builder.replace(inst, [dataclasses.replace(new, loc=inst.loc)])
+
+
+def _unrounded_float(inst: ir.Instruction) -> bool:
+    """A float ``mul``/``add``/``sub`` without a rounding modifier (guarded or
+    saturating ones too: ptxas may fuse into those as well)."""
+    if inst.opcode not in ("mul", "add", "sub") or not {".f32", ".f64"} & set(isa.instruction_types(inst)):
+        return False
+    return not any(isa.classify_modifier(m, inst.opcode) is isa.ModifierKind.ROUNDING for m in inst.modifiers)
+
+
+def fuses_nothing(module: ir.Module, fn: ir.Function, assemble: Assemble) -> bool:
+    """Whether ptxas fuses no product of ``fn`` (``-G``, ``--fmad=false``, or
+    none it would): the module with `round_apart` applied to ``fn``
+    assembles to the same bytes as the module."""
+    scope, base = _asked(module, fn, assemble)
+    if base is None:
+        return False
+    memo: dict[int, object] = {}
+    trial_fn = copy.deepcopy(fn, memo)
+    trial = dataclasses.replace(scope, items=[trial_fn if it is fn else it for it in scope.items])
+    round_apart(FunctionBuilder(trial_fn, trial))
+    return assemble(print_module(trial)) == base
+
+
+def _asked(module: ir.Module, fn: ir.Function, assemble: Assemble) -> tuple[ir.Module, bytes | None]:
+    """The module questions about ``fn`` are put to, and what ptxas makes of it.
+
+    ptxas compiles each kernel on its own, so that is ``module`` without its
+    other kernels (device functions stay: a kernel may call them): a file
+    of many kernels costs a small assembly per question, not the whole
+    file. Where that does not assemble (a kernel named by address, debug
+    sections that name every kernel), it is the whole module."""
+    items = [it for it in module.items if not (isinstance(it, ir.Function) and it.is_kernel and it is not fn)]
+    if len(items) < len(module.items):
+        scope = dataclasses.replace(module, items=items)
+        base = assemble(print_module(scope))
+        if base is not None:
+            return scope, base
+    return module, assemble(print_module(module))
+
+
+def write_rounding(
+    builder: FunctionBuilder,
+    pins: Sequence[tuple[OpenSum, Choice]],
+    apart: bool,
+    memo: dict[int, object] | None = None,
+) -> None:
+    """What a plan keeps of ptxas's rounding, written into the rewritten
+    function of ``builder``: its ``pins`` (``memo``: `copy.deepcopy`'s, when
+    the function is a copy of the one they name), or every product apart."""
+    if apart:
+        round_apart(builder)
+        return
+    for s, choice in pins:
+        pin(builder, s if memo is None else s.moved(memo), choice)
+
+
+def pin_like(module: ir.Module, kernel: str, pins: Sequence[tuple[int, str]]) -> None:
+    """Apply ``pins`` (the index of a pinnable sum of ``kernel``, `OpenSum.index`,
+    and its `Choice`), found on another parse of the same text, to ``kernel``
+    of ``module``: the original as ptxas compiles it, in PTX whose rounding is
+    explicit, which is what the interpreter must run to see the GPU's bits
+    (tests and the GPU benchmarks' interpreter runs do)."""
     if not pins:
         return
     fn = module.function(kernel)
     sums = open_sums(fn).pinnable
     builder = FunctionBuilder(fn, module)
-    for s, choice in pins:
-        pin(builder, sums[s.index], choice)
+    for index, choice in pins:
+        pin(builder, sums[index], Choice(choice))

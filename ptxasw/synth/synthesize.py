@@ -34,7 +34,7 @@ from ptxasw.synth import tuned
 from ptxasw.synth.codegen import emit_shuffles
 from ptxasw.synth.cost import costs_for, nothing_pays, site_cost
 from ptxasw.synth.detect import KernelPlan, LoadVerdict, Options, detect_kernel
-from ptxasw.synth.pinning import pin, settle
+from ptxasw.synth.pinning import fuses_nothing, settle, write_rounding
 from ptxasw.synth.prove import PROVED, prove_sites
 from ptxasw.synth.solver import clear_memos
 
@@ -92,8 +92,7 @@ def rewrite_kernel(builder: FunctionBuilder, plan: KernelPlan, mode: str = "norm
     chosen = [v for v in plan.chosen if v.proof == PROVED]
     sites = emit_shuffles(builder, chosen, mode, plan.block_shape_known)
     if sites:
-        for s, choice in plan.pins:
-            pin(builder, s, choice)
+        write_rounding(builder, plan.pins, plan.apart)
     return len(sites)
 
 
@@ -110,17 +109,21 @@ def _keep_paying(plan: KernelPlan, options: Options) -> None:
 
 
 def _keep_rounding(module: ir.Module, fn: ir.Function, plan: KernelPlan, options: Options) -> None:
-    """Keep the original build's rounding (`ptxasw.synth.pinning`): record
-    in ``plan.pins`` the open sums of ``fn`` settled to ptxas's choice, and
+    """Keep the original build's rounding (`ptxasw.synth.pinning`): where
+    ptxas fuses nothing in ``fn``, say so (``plan.apart``); else record in
+    ``plan.pins`` the open sums of ``fn`` settled to ptxas's choice, and
     block the loads whose values flow into a sum that could not be settled
     or pinned (with ``assemble`` missing, every open sum). Called before
     ``fn`` is edited: the choices are those of the module as it stands."""
     found = open_sums(fn)
     if not found:
         return
+    if options.assemble is not None and fuses_nothing(module, fn, options.assemble):
+        plan.apart = True  # -G, --fmad=false: nothing to pin, nothing to refuse
+        return
     settled = {}
     if options.assemble is not None and found.pinnable:
-        settled = settle(module, fn, found.pinnable, options.assemble)
+        settled = settle(module, fn, found.pinnable, options.assemble, time_s=options.time_s)
     plan.pins = [(s, settled[k]) for k, s in enumerate(found.pinnable) if k in settled]
     unpinned = [(s.total, [s.left, s.right]) for k, s in enumerate(found.pinnable) if k not in settled]
     feeding = feeding_registers(fn, unpinned + found.other)

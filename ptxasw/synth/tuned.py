@@ -20,7 +20,7 @@ from ptxasw.ir.builder import FunctionBuilder
 from ptxasw.ir.printer import print_module
 from ptxasw.synth.codegen import emit_shuffles
 from ptxasw.synth.detect import KernelPlan, Options
-from ptxasw.synth.pinning import pin
+from ptxasw.synth.pinning import write_rounding
 from ptxasw.synth.prove import PROVED
 
 __all__ = ["apply_verdict", "emit_on_copy", "kernel_text", "lookup", "rewrite_hash"]
@@ -44,8 +44,7 @@ def emit_on_copy(module: ir.Module, fn: ir.Function, plan: KernelPlan, mode: str
     twin_module = dataclasses.replace(module, items=[twin if it is fn else it for it in module.items])
     builder = FunctionBuilder(twin, twin_module)
     if emit_shuffles(builder, proven, mode, plan.block_shape_known):
-        for s, choice in plan.pins:
-            pin(builder, s.moved(memo), choice)
+        write_rounding(builder, plan.pins, plan.apart, memo)
     return twin_module
 
 
