@@ -21,7 +21,7 @@ from ptxasw.emulator.concrete.interpreter import launch
 from ptxasw.ir.builder import FunctionBuilder
 from ptxasw.ir.printer import print_module
 from ptxasw.parser import parse_ptx
-from ptxasw.synth.pinning import Choice, fuses_nothing, pin, pin_like, round_apart, settle
+from ptxasw.synth.pinning import Choice, choices_for, fuses_nothing, pin, pin_like, round_apart, settle
 
 KERNEL = """\
 .version 9.0
@@ -30,7 +30,7 @@ KERNEL = """\
 
 .visible .entry k(.param .u64 pa, .param .u64 pout)
 {
-	.reg .f32 	%f<20>;
+	.reg .f32 	%f<21>;
 	.reg .b32 	%r<3>;
 	.reg .b64 	%rd<9>;
 
@@ -53,10 +53,16 @@ KERNEL = """\
 	mul.rn.f32 	%f13, %f1, %f4;
 	mul.f32 	%f14, %f2, %f3;
 	add.f32 	%f15, %f13, %f14;
-	mul.wide.u32 	%rd7, %r1, 20;
+	mul.f32 	%f16, %f1, %f1;
+	mul.f32 	%f16, %f16, %f2;
+	add.f32 	%f17, %f16, %f16;
+	mul.f32 	%f18, %f4, 0f41F00000;
+	sub.f32 	%f19, %f2, %f18;
+	sub.f32 	%f20, %f3, %f18;
+	mul.wide.u32 	%rd7, %r1, 32;
 	add.s64 	%rd8, %rd4, %rd7;
 	st.global.v4.f32 	[%rd8], {%f7, %f9, %f11, %f12};
-	st.global.f32 	[%rd8+16], %f15;
+	st.global.v4.f32 	[%rd8+16], {%f15, %f17, %f19, %f20};
 	ret;
 }
 
@@ -75,22 +81,28 @@ EXPECTED = {Choice.LEFT: 2.0**-24, Choice.RIGHT: -(2.0**-24), Choice.NEITHER: 0.
 def _sum_of(module_text: str, choice: Choice | None) -> float:
     module = parse_ptx(module_text, "k.ptx")
     if choice is not None:
-        (s,) = open_sums(module.function("k")).pinnable
+        s = open_sums(module.function("k")).pinnable[0]
         pin(FunctionBuilder(module.function("k"), module), s, choice)
         module = parse_ptx(print_module(module), "pinned.ptx")  # the printed text is what ptxas gets
-    out = np.zeros(5, np.float32)
+    out = np.zeros(8, np.float32)
     result = launch(module, "k", (1,), (1,), [np.full(4, X, np.float32), out])
     return float(result.buffers[1][0])
 
 
-def test_only_a_sum_of_two_products_used_once_is_pinnable() -> None:
+def test_the_sums_whose_fusion_ptxas_chooses_are_found() -> None:
     found = open_sums(parse_ptx(KERNEL, "k.ptx").function("k"))
-    (s,) = found.pinnable
-    assert [op.name for op in s.total.operands] == ["%f7", "%f5", "%f6"]
-    assert (s.left.operands[0].name, s.right.operands[0].name) == ("%f5", "%f6")
-    # %f10 is read by two sums: fused into either, both or none (ptxas's call), not pinned.
-    assert sorted(total.operands[0].name for total, _ in found.other) == ["%f11", "%f12"]
-    # %f9 (one product and a value) and %f15 (one product is .rn) are not open.
+    first, twice_a, twice_b, literal_a, literal_b = found.pinnable
+    assert [op.name for op in first.total.operands] == ["%f7", "%f5", "%f6"]
+    assert (first.left.operands[0].name, first.right.operands[0].name) == ("%f5", "%f6")
+    # %f10 is read by two sums: fused into either, both or none (ptxas's call).
+    assert (twice_a.left.operands[0].name, twice_a.right) == ("%f10", None)
+    assert (twice_b.left.operands[0].name, twice_b.right) == ("%f10", None)
+    assert [choice.value for choice in choices_for(twice_a)] == ["left", "neither"]
+    # 30*%f4 read by two subtractions: fused on the right, the literal is negated in place.
+    assert (literal_a.left, literal_b.right.operands[0].name) == (None, "%f18")
+    # %f16 is written twice (as -G and GCC code reuse names): not pinned.
+    assert [total.operands[0].name for total, _ in found.other] == ["%f17"]
+    # %f9 (one product read once, and a value) and %f15 (one product is .rn) are not open.
 
 
 @pytest.mark.parametrize("choice", list(Choice))
@@ -107,10 +119,10 @@ def test_settle_finds_what_ptxas_does() -> None:
     fn = module.function("k")
     sums = open_sums(fn).pinnable
     choices = settle(module, fn, sums, assemble)
-    assert set(choices) == {0}
-    # The pin found leaves ptxas's code as it was, byte for byte.
+    assert set(choices) == {0, 1, 2, 3, 4}
+    # The pins found leave ptxas's code as it was, byte for byte.
     pinned = parse_ptx(KERNEL, "k.ptx")
-    pin_like(pinned, "k", [(0, choices[0])])
+    pin_like(pinned, "k", sorted(choices.items()))
     assert assemble(print_module(pinned)) == assemble(KERNEL)
 
 

@@ -11,9 +11,9 @@ their operands arrive. A load turned into a shuffle arrives at another
 time: on an H100 the rewrite of ``a[i+1]*b[i] - a[i]*b[i+1]`` fused the
 other product and changed the last bit of the result.
 
-`open_sums` finds those sums: the ones of two products used once each
-(`OpenSum`, which `ptxasw.synth.pinning` can pin to the choice ptxas made),
-and the others (a product also used elsewhere), which nothing pins.
+`open_sums` finds those sums: the ones `ptxasw.synth.pinning` can pin to
+the choice ptxas made (`OpenSum`: products defined once, from registers
+defined once), and the others, which nothing pins.
 `feeding_registers` names the registers whose values flow into a set of
 sums' products.
 """
@@ -33,18 +33,23 @@ _FLOATS = frozenset({".f32", ".f64"})
 
 @dataclass(frozen=True)
 class OpenSum:
-    """``total = left ± right`` where ``left`` and ``right`` are contractible
-    products, each read by ``total`` alone: ptxas fuses one of them (or
-    neither), its choice."""
+    """``total = x ± y`` where ptxas chooses whether to fuse a product: ``left``
+    and ``right`` are the contractible ``mul`` defining ``x`` and ``y`` (None
+    for an operand that is no product). Both are products, or a product is
+    also read elsewhere (fused here, kept for its other reader, or both)."""
 
     total: Instruction
-    left: Instruction
-    right: Instruction
+    left: Instruction | None
+    right: Instruction | None
     index: int  # its place among the function's pinnable sums (`open_sums`), in text order
 
     def moved(self, memo: dict[int, object]) -> OpenSum:
         """The same sum in a copy of its function (``memo``: `copy.deepcopy`'s)."""
-        return OpenSum(memo[id(self.total)], memo[id(self.left)], memo[id(self.right)], self.index)  # type: ignore[arg-type]
+
+        def at(inst: Instruction | None) -> Instruction | None:
+            return None if inst is None else memo[id(inst)]  # type: ignore[return-value]
+
+        return OpenSum(at(self.total), at(self.left), at(self.right), self.index)  # type: ignore[arg-type]
 
 
 @dataclass
@@ -74,12 +79,12 @@ def open_sums(fn: Function) -> SumsFound:
 
     A sum is open when both of its operands are contractible products, or
     when a product among them is also read elsewhere (fused here, or kept
-    whole for the other reader: ptxas's call). It is pinnable when both are
-    products, each the only definition of its register, read once, of the
-    sum's type and flush mode, and built from registers defined once
-    (SSA-like, as nvcc and clang write them; ``-G`` and GCC code reuse
-    names, and moving a product to the sum could then read another value).
-    Registers are matched by name, every definition counting."""
+    whole for the other reader: ptxas's call). It is pinnable when each of
+    its products is the only definition of its register, of the sum's type
+    and flush mode, and built from registers defined once (SSA-like, as nvcc
+    and clang write them; ``-G`` and GCC code reuse names, and moving a
+    product to the sum could then read another value). Registers are
+    matched by name, every definition counting."""
     writers: dict[str, list[Instruction]] = defaultdict(list)
     readers: dict[str, int] = defaultdict(int)
     instructions = list(fn.instructions())
@@ -89,30 +94,30 @@ def open_sums(fn: Function) -> SumsFound:
         for reg in isa.defs(inst):
             writers[reg.name].append(inst)
 
-    def product(reg: Register) -> list[Instruction]:
-        return [w for w in writers.get(reg.name, ()) if contractible(w, ("mul",))]
+    def product(op: object) -> list[Instruction]:
+        if not isinstance(op, Register):
+            return []
+        return [w for w in writers.get(op.name, ()) if contractible(w, ("mul",))]
 
     found = SumsFound([], [])
     for inst in instructions:
         if not contractible(inst, ("add", "sub")):
             continue
-        operands = [op for op in inst.operands[1:] if isinstance(op, Register)]
-        fused = [op for op in operands if product(op)]
-        if not (len(fused) == 2 or any(readers[op.name] > 1 for op in fused)):
+        x, y = inst.operands[1], inst.operands[2]
+        fused = [op for op in (x, y) if product(op)]
+        if not (len(fused) == 2 or any(readers[op.name] > 1 for op in fused)):  # type: ignore[union-attr]
             continue
-        if len(fused) == 2 and all(_pinnable_product(inst, op, writers, readers) for op in fused):
-            left, right = writers[fused[0].name][0], writers[fused[1].name][0]
+        if all(_pinnable_product(inst, op, writers) for op in fused):  # type: ignore[arg-type]
+            left, right = (writers[op.name][0] if product(op) else None for op in (x, y))  # type: ignore[union-attr]
             found.pinnable.append(OpenSum(inst, left, right, len(found.pinnable)))
         else:
             found.other.append((inst, [p for op in fused for p in product(op)]))
     return found
 
 
-def _pinnable_product(
-    total: Instruction, reg: Register, writers: dict[str, list[Instruction]], readers: dict[str, int]
-) -> bool:
+def _pinnable_product(total: Instruction, reg: Register, writers: dict[str, list[Instruction]]) -> bool:
     defs = writers.get(reg.name, [])
-    if len(defs) != 1 or readers[reg.name] != 1 or reg.name == _sum_dst(total):
+    if len(defs) != 1 or reg.name == _sum_dst(total):
         return False
     mul = defs[0]
     if isa.instruction_types(mul) != isa.instruction_types(total):

@@ -30,49 +30,80 @@ from ptxasw import ir
 from ptxasw.analysis.contraction import OpenSum, open_sums
 from ptxasw.driver.assembler import Assemble
 from ptxasw.ir import isa
-from ptxasw.ir.builder import FunctionBuilder
+from ptxasw.ir.builder import BuildError, FunctionBuilder
 from ptxasw.ir.printer import print_module
 
-__all__ = ["Choice", "fuses_nothing", "pin", "pin_like", "round_apart", "settle", "write_rounding"]
+__all__ = [
+    "Choice",
+    "choices_for",
+    "fuses_nothing",
+    "pin",
+    "pin_like",
+    "round_apart",
+    "settle",
+    "write_rounding",
+]
 
 
 class Choice(StrEnum):
-    LEFT = "left"  # total = fma(left's factors, ±right)
-    RIGHT = "right"  # total = fma(±right's factors, left)
-    NEITHER = "neither"  # both products and the sum rounded on their own
+    LEFT = "left"  # total = fma(left's factors, ±y)
+    RIGHT = "right"  # total = fma(±right's factors, x)
+    NEITHER = "neither"  # the products and the sum rounded on their own
 
 
-_ORDER = (Choice.LEFT, Choice.RIGHT, Choice.NEITHER)
+def choices_for(s: OpenSum) -> list[Choice]:
+    """The choices ptxas has for ``s``: fusing a side that is a product, or neither."""
+    return [c for c, side in ((Choice.LEFT, s.left), (Choice.RIGHT, s.right)) if side is not None] + [
+        Choice.NEITHER
+    ]
 
 
 def pin(builder: FunctionBuilder, s: OpenSum, choice: Choice) -> None:
-    """Write ``choice`` for ``s`` into ``builder``'s function: the fused
-    product's ``mul`` goes, the sum becomes ``fma.rn``, the other product
-    ``mul.rn`` (for NEITHER both products and the sum take ``.rn``).
+    """Write ``choice`` for ``s`` into ``builder``'s function: the sum becomes
+    ``fma.rn`` of the fused product's factors (``add.rn``/``sub.rn`` for
+    NEITHER); a fused product that nothing else reads goes. The products stay
+    as they are: what reads them now is no contractible sum (an ``fma``'s
+    addend, a rounded sum) or another open sum with a pin of its own, so pins
+    of sums that share a product are independent questions to ptxas.
 
     ``total = x - c*d`` fused on the right is ``fma.rn(-c, d, x)``; on the
     left, ``fma.rn(a, b, -y)``: a negation is exact, so each is the rounding
     of the same exact value ptxas's ``FFMA`` with a negated operand rounds."""
-    total, left, right = s.total, s.left, s.right
+    total = s.total
+    dst, x, y = total.operands[0], total.operands[1], total.operands[2]
     if choice is Choice.NEITHER:
-        for inst in (left, right, total):
-            builder.replace(inst, [_rounded(builder, inst, inst.opcode, inst.operands)])
+        builder.replace(total, [_rounded(builder, total, total.opcode, total.operands)])
         return
-    fused, kept = (left, right) if choice is Choice.LEFT else (right, left)
-    dst = total.operands[0]
-    kept_dst = kept.operands[0]
+    fused, other = (s.left, y) if choice is Choice.LEFT else (s.right, x)
+    assert fused is not None, f"{choice} names no product of {total.mnemonic}"
     factors = list(fused.operands[1:])
     code: list[ir.Instruction] = []
     if total.opcode == "sub":
         if choice is Choice.LEFT:  # x - y = fma(a, b, -y)
-            kept_dst = _negated(builder, kept_dst, total, code)
-        else:  # x - c*d = fma(-c, d, x)
-            k = 0 if isinstance(factors[0], ir.Register) else 1
-            factors[k] = _negated(builder, factors[k], total, code)
-    code.append(_rounded(builder, total, "fma", [dst, *factors, kept_dst]))
-    builder.replace(kept, [_rounded(builder, kept, "mul", kept.operands)])
-    builder.remove(fused)
+            other = _negated(builder, other, total, code)
+        else:  # x - c*d = fma(-c, d, x): a literal factor negated in place, as ptxas does
+            literal = [k for k, f in enumerate(factors) if _flippable(f)]
+            if literal:
+                factors[literal[0]] = _flipped(factors[literal[0]])  # type: ignore[arg-type]
+            else:
+                factors[0] = _negated(builder, factors[0], total, code)
+    code.append(_rounded(builder, total, "fma", [dst, *factors, other]))
+    product = fused.operands[0]
+    readers = builder.users(product) if isinstance(product, ir.Register) else [total, fused]
     builder.replace(total, code)
+    if builder.contains(fused) and all(r is total for r in readers):
+        builder.remove(fused)
+
+
+def _flippable(value: ir.Operand) -> bool:
+    return isinstance(value, ir.FloatImm) and value.kind in ("f", "d")
+
+
+def _flipped(value: ir.FloatImm) -> ir.FloatImm:
+    """``-value`` for a hexadecimal literal (``0f``/``0d`` and the bits): its sign bit flipped."""
+    digits = value.text[2:]
+    bits = int(digits, 16) ^ (1 << (len(digits) * 4 - 1))
+    return ir.FloatImm(value.kind, f"{value.text[:2]}{bits:0{len(digits)}X}")
 
 
 def _rounded(
@@ -105,7 +136,7 @@ def settle(
     fn: ir.Function,
     sums: Sequence[OpenSum],
     assemble: Assemble,
-    limit: int = 48,
+    limit: int = 64,
     time_s: float = math.inf,
 ) -> dict[int, Choice]:
     """Index in ``sums`` -> the choice ptxas makes for it in ``module`` as it
@@ -127,8 +158,11 @@ def settle(
         trial_fn = copy.deepcopy(fn, memo)
         trial = dataclasses.replace(scope, items=[trial_fn if it is fn else it for it in scope.items])
         builder = FunctionBuilder(trial_fn, trial)
-        for k, choice in assignment.items():
-            pin(builder, sums[k].moved(memo), choice)
+        try:
+            for k, choice in assignment.items():
+                pin(builder, sums[k].moved(memo), choice)
+        except BuildError:
+            return False  # a form the table refuses (never so far): not this choice
         return assemble(print_module(trial)) == base
 
     def test(group: list[int], choice: Choice) -> list[int]:
@@ -145,9 +179,11 @@ def settle(
 
     known: dict[int, Choice] = {}
     pending = list(range(len(sums)))
-    for choice in _ORDER:
-        if pending:
-            pending = test(pending, choice)
+    for choice in Choice:
+        asked = [k for k in pending if choice in choices_for(sums[k])]
+        if asked:
+            test(asked, choice)
+            pending = [k for k in pending if k not in known]
     return known
 
 
