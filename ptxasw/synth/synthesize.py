@@ -127,7 +127,7 @@ def _keep_rounding(module: ir.Module, fn: ir.Function, plan: KernelPlan, options
     plan.pins = [(s, settled[k]) for k, s in enumerate(found.pinnable) if k in settled]
     unpinned = [(s.total, [s.left, s.right]) for k, s in enumerate(found.pinnable) if k not in settled]
     feeding = feeding_registers(fn, unpinned + found.other)
-    why = "ptxas was not asked" if options.assemble is None else "ptxas's choice was not found"
+    why = "no ptxas to ask" if options.assemble is None else "ptxas's choice was not found"
     for v in plan.chosen:
         dst = v.load.operands[0] if v.load.operands else None
         total = feeding.get(dst.name) if isinstance(dst, ir.Register) else None
