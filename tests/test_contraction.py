@@ -30,7 +30,7 @@ KERNEL = """\
 
 .visible .entry k(.param .u64 pa, .param .u64 pout)
 {
-	.reg .f32 	%f<21>;
+	.reg .f32 	%f<22>;
 	.reg .b32 	%r<3>;
 	.reg .b64 	%rd<9>;
 
@@ -59,10 +59,12 @@ KERNEL = """\
 	mul.f32 	%f18, %f4, 0f41F00000;
 	sub.f32 	%f19, %f2, %f18;
 	sub.f32 	%f20, %f3, %f18;
-	mul.wide.u32 	%rd7, %r1, 32;
+	sub.f32 	%f21, %f18, 0f3F800000;
+	mul.wide.u32 	%rd7, %r1, 36;
 	add.s64 	%rd8, %rd4, %rd7;
 	st.global.v4.f32 	[%rd8], {%f7, %f9, %f11, %f12};
 	st.global.v4.f32 	[%rd8+16], {%f15, %f17, %f19, %f20};
+	st.global.f32 	[%rd8+32], %f21;
 	ret;
 }
 
@@ -84,14 +86,14 @@ def _sum_of(module_text: str, choice: Choice | None) -> float:
         s = open_sums(module.function("k")).pinnable[0]
         pin(FunctionBuilder(module.function("k"), module), s, choice)
         module = parse_ptx(print_module(module), "pinned.ptx")  # the printed text is what ptxas gets
-    out = np.zeros(8, np.float32)
+    out = np.zeros(9, np.float32)
     result = launch(module, "k", (1,), (1,), [np.full(4, X, np.float32), out])
     return float(result.buffers[1][0])
 
 
 def test_the_sums_whose_fusion_ptxas_chooses_are_found() -> None:
     found = open_sums(parse_ptx(KERNEL, "k.ptx").function("k"))
-    first, twice_a, twice_b, literal_a, literal_b = found.pinnable
+    first, twice_a, twice_b, literal_a, literal_b, minus_one = found.pinnable
     assert [op.name for op in first.total.operands] == ["%f7", "%f5", "%f6"]
     assert (first.left.operands[0].name, first.right.operands[0].name) == ("%f5", "%f6")
     # %f10 is read by two sums: fused into either, both or none (ptxas's call).
@@ -100,6 +102,7 @@ def test_the_sums_whose_fusion_ptxas_chooses_are_found() -> None:
     assert [choice.value for choice in choices_for(twice_a)] == ["left", "neither"]
     # 30*%f4 read by two subtractions: fused on the right, the literal is negated in place.
     assert (literal_a.left, literal_b.right.operands[0].name) == (None, "%f18")
+    assert (minus_one.left.operands[0].name, minus_one.right) == ("%f18", None)  # 30*%f4 - 1
     # %f16 is written twice (as -G and GCC code reuse names): not pinned.
     assert [total.operands[0].name for total, _ in found.other] == ["%f17"]
     # %f9 (one product read once, and a value) and %f15 (one product is .rn) are not open.
@@ -119,7 +122,7 @@ def test_settle_finds_what_ptxas_does() -> None:
     fn = module.function("k")
     sums = open_sums(fn).pinnable
     choices = settle(module, fn, sums, assemble)
-    assert set(choices) == {0, 1, 2, 3, 4}
+    assert set(choices) == {0, 1, 2, 3, 4, 5}
     # The pins found leave ptxas's code as it was, byte for byte.
     pinned = parse_ptx(KERNEL, "k.ptx")
     pin_like(pinned, "k", sorted(choices.items()))

@@ -1,20 +1,22 @@
-"""Keeping ptxas's rounding: pin each open sum to the product ptxas fused.
+"""Keeping ptxas's rounding: pin each open sum to the choice ptxas made.
 
 In ``a*b - c*d`` written as contractible ``mul``/``sub`` (`ptxasw.analysis.
 contraction`), ptxas fuses one product into an ``fma`` by its own schedule,
 and a rewrite that changes when the operands arrive can change which (an
 H100 gave other last bits for a rewritten kernel whose PTX was proven
-equal). Writing ptxas's choice into the PTX, ``fma.rn`` for the fused
-product and ``mul.rn`` for the other, takes the choice away from it.
+equal). Writing ptxas's choice into the sum (``fma.rn`` of the fused
+product's factors, or ``add.rn`` where it fused neither) takes the choice
+away from it.
 
-Which product ptxas fused in the original is found by asking it: the
-original module with a sum pinned one way assembles to the same bytes as
-the original exactly when that is what ptxas did (a pin written the way
-ptxas contracted leaves it the same code; a wrong one leaves another FFMA).
-`settle` tries all sums at once and halves the set where a guess fails, so
-a kernel whose sums all fuse the same way costs one extra assembly. The
-pins found are applied to the rewritten kernel (`pin`), which then rounds
-as the original did whatever its schedule.
+Which choice ptxas made in the original is found by asking it (`settle`):
+the original with a sum pinned one way assembles to the same code as the
+original when that is what ptxas did (a pin written the way ptxas
+contracted leaves it the same code; a wrong one leaves another FFMA). The
+questions are asked for all sums at once and the set halved where that
+fails. Where ptxas fuses nothing at all (`fuses_nothing`: ``-G`` builds,
+``--fmad=false``) every product is written apart instead (`round_apart`).
+The rewrite then rounds as the original did whatever its schedule
+(`write_rounding`).
 """
 
 from __future__ import annotations
@@ -80,7 +82,7 @@ def pin(builder: FunctionBuilder, s: OpenSum, choice: Choice) -> None:
     code: list[ir.Instruction] = []
     if total.opcode == "sub":
         if choice is Choice.LEFT:  # x - y = fma(a, b, -y)
-            other = _negated(builder, other, total, code)
+            other = _flipped(other) if _flippable(other) else _negated(builder, other, total, code)  # type: ignore[arg-type]
         else:  # x - c*d = fma(-c, d, x): a literal factor negated in place, as ptxas does
             literal = [k for k, f in enumerate(factors) if _flippable(f)]
             if literal:
