@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from ptxasw import ir
 from ptxasw.analysis.contraction import open_sums
 from ptxasw.cli.common import synthesis_assembler
 from ptxasw.driver.assembler import assembler
@@ -159,3 +160,72 @@ def test_where_ptxas_fuses_nothing_every_product_is_written_apart() -> None:
     text = print_module(module)
     assert "mul.f32" not in text and "add.f32" not in text and "sub.rn.f32" in text
     assert _sum_of(text, None) == EXPECTED[Choice.NEITHER]
+
+
+SHARED = """\
+.version 9.0
+.target sm_90
+.address_size 64
+
+.visible .entry shared_product(.param .u64 pa, .param .u64 pout)
+{
+	.reg .f32 	%f<8>;
+	.reg .b32 	%r<5>;
+	.reg .b64 	%rd<8>;
+
+	ld.param.u64 	%rd1, [pa];
+	ld.param.u64 	%rd2, [pout];
+	cvta.to.global.u64 	%rd3, %rd1;
+	cvta.to.global.u64 	%rd4, %rd2;
+	mov.u32 	%r1, %ctaid.x;
+	mov.u32 	%r2, %ntid.x;
+	mov.u32 	%r3, %tid.x;
+	mad.lo.s32 	%r4, %r1, %r2, %r3;
+	mul.wide.s32 	%rd5, %r4, 4;
+	add.s64 	%rd6, %rd3, %rd5;
+	ld.global.f32 	%f1, [%rd6];
+	ld.global.f32 	%f2, [%rd6+4];
+	mul.f32 	%f3, %f2, 0f41F00000;
+	sub.f32 	%f4, %f1, %f3;
+	sub.f32 	%f5, %f3, %f1;
+	mul.f32 	%f6, %f4, %f5;
+	add.s64 	%rd7, %rd4, %rd5;
+	st.global.f32 	[%rd7], %f6;
+	ret;
+}
+"""
+
+
+def test_a_product_two_sums_read_is_pinned_or_its_loads_stay() -> None:
+    """``30*a[i+1]`` read by two subtractions: with ptxas to ask, the load of
+    ``a[i+1]`` becomes a shuffle and both sums are pinned, and the rewrite
+    computes the pinned original's bits; without, it stays a load, and the
+    report says why. (A sum with one product side once crashed the refusal.)"""
+    from ptxasw.synth.detect import Options
+    from ptxasw.synth.synthesize import ShuffleSynthesisPass
+
+    def rewrite(assemble: object) -> tuple[object, ir.Module]:
+        module = parse_ptx(SHARED, "s.ptx")
+        synthesis = ShuffleSynthesisPass(Options(rounding="ptxas", assemble=assemble))  # type: ignore[arg-type]
+        synthesis.run(module)
+        (plan,) = synthesis.plans
+        return plan, module
+
+    alone, _ = rewrite(None)
+    assert not alone.chosen and not alone.pins  # type: ignore[attr-defined]
+    assert any((v.reason or "").startswith("rounding: ") for v in alone.verdicts)  # type: ignore[attr-defined]
+    assemble = synthesis_assembler(parse_ptx(SHARED, "s.ptx"), "ptxas")
+    if assemble is None:
+        pytest.skip("no ptxas")
+    asked, rewritten = rewrite(assemble)
+    assert len(asked.chosen) == 1 and len(asked.pins) == 2  # type: ignore[attr-defined]
+    original = parse_ptx(SHARED, "s.ptx")
+    pin_like(original, "shared_product", [(s.index, c) for s, c in asked.pins])  # type: ignore[attr-defined]
+    again = parse_ptx(print_module(rewritten), "r.ptx")
+    data = np.random.default_rng(3).standard_normal(100).astype(np.float32)
+    for grid, block in (((3,), (32,)), ((2,), (48,))):
+        outs = []
+        for module in (original, again):
+            result = launch(module, "shared_product", grid, block, [data.copy(), np.zeros(99, np.float32)])
+            outs.append(result.buffers[1])
+        assert np.count_nonzero(outs[0]) > 90 and outs[0].tobytes() == outs[1].tobytes(), (grid, block)

@@ -125,7 +125,11 @@ def _keep_rounding(module: ir.Module, fn: ir.Function, plan: KernelPlan, options
     if options.assemble is not None and found.pinnable:
         settled = settle(module, fn, found.pinnable, options.assemble, time_s=options.time_s)
     plan.pins = [(s, settled[k]) for k, s in enumerate(found.pinnable) if k in settled]
-    unpinned = [(s.total, [s.left, s.right]) for k, s in enumerate(found.pinnable) if k not in settled]
+    unpinned = [
+        (s.total, [p for p in (s.left, s.right) if p is not None])
+        for k, s in enumerate(found.pinnable)
+        if k not in settled
+    ]
     feeding = feeding_registers(fn, unpinned + found.other)
     why = "no ptxas to ask" if options.assemble is None else "ptxas's choice was not found"
     for v in plan.chosen:
