@@ -49,7 +49,6 @@ Speed-ups are original ms / variant ms (> 1: faster). Results of the H100 run:
 from __future__ import annotations
 
 import argparse
-import copy
 import dataclasses
 import hashlib
 import json
@@ -148,30 +147,14 @@ def ptxas_version() -> str:
 
 
 def emit_variant(module: Any, symbol: str, plan: Any, mode: str) -> str:
-    """The PTX of ``module`` with ``plan``'s proven shuffles emitted in ``mode``.
-
-    The module is deep-copied with the plan's instructions mapped to the copy,
-    so one plan (one analysis, one set of proofs) yields all three modes, which
-    then differ only in the code around the same shuffles.
-    """
-    from ptxasw.ir.builder import FunctionBuilder
+    """The PTX of ``module`` with ``plan``'s proven shuffles (and its rounding
+    pins) emitted in ``mode``, on a copy of the kernel, so one plan (one
+    analysis, one set of proofs) yields all three modes, which then differ
+    only in the code around the same shuffles."""
     from ptxasw.ir.printer import print_module
-    from ptxasw.synth.codegen import emit_shuffles
-    from ptxasw.synth.pinning import write_rounding
-    from ptxasw.synth.prove import PROVED
+    from ptxasw.synth.tuned import emit_on_copy
 
-    memo: dict[int, Any] = {}
-    twin = copy.deepcopy(module, memo)
-    chosen = [
-        dataclasses.replace(v, load=memo[id(v.load)], source=memo.get(id(v.source), v.source))
-        for v in plan.chosen
-        if v.proof == PROVED and v.in_kernel
-    ]
-    builder = FunctionBuilder(twin.function(symbol), twin)
-    if emit_shuffles(builder, chosen, mode, plan.block_shape_known):
-        # The rounding ptxas gives the original (`ptxasw.synth.pinning`).
-        write_rounding(builder, plan.pins, plan.apart, memo)
-    return print_module(twin)
+    return print_module(emit_on_copy(module, module.function(symbol), plan, mode))
 
 
 def synthesis_summary(plan: Any) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from ptxasw.ir import isa
 from ptxasw.ir.nodes import Function, Instruction, Register
 
-__all__ = ["OpenSum", "SumsFound", "contractible", "feeding_registers", "open_sums"]
+__all__ = ["OpenSum", "SumsFound", "contractible", "feeding_registers", "open_sums", "unrounded_float"]
 
 _FLOATS = frozenset({".f32", ".f64"})
 
@@ -64,14 +64,18 @@ class SumsFound:
         return bool(self.pinnable or self.other)
 
 
-def contractible(inst: Instruction, opcodes: tuple[str, ...]) -> bool:
-    """A float ``inst`` of one of ``opcodes`` that ptxas may contract: no
-    rounding modifier, no guard, no saturation."""
-    if inst.opcode not in opcodes or inst.guard is not None or ".sat" in inst.modifiers:
-        return False
-    if not _FLOATS & set(isa.instruction_types(inst)):
+def unrounded_float(inst: Instruction, opcodes: tuple[str, ...]) -> bool:
+    """A float ``inst`` of one of ``opcodes`` without a rounding modifier:
+    one ptxas may fuse with another."""
+    if inst.opcode not in opcodes or not _FLOATS & set(isa.instruction_types(inst)):
         return False
     return not any(isa.classify_modifier(m, inst.opcode) is isa.ModifierKind.ROUNDING for m in inst.modifiers)
+
+
+def contractible(inst: Instruction, opcodes: tuple[str, ...]) -> bool:
+    """`unrounded_float`, and neither guarded nor saturating: what a sum
+    `open_sums` pins is made of."""
+    return inst.guard is None and ".sat" not in inst.modifiers and unrounded_float(inst, opcodes)
 
 
 def open_sums(fn: Function) -> SumsFound:

@@ -11,6 +11,7 @@ ones that name files or only print. The drop-in passes its command line
 
 from __future__ import annotations
 
+import hashlib
 import subprocess
 import tempfile
 from collections.abc import Callable, Sequence
@@ -89,12 +90,26 @@ def code_of(cubin: bytes) -> bytes:
     return b"\1".join(parts)
 
 
-def assembler(command: Sequence[str], timeout_s: float = 60.0) -> Assemble:
+def assembler(command: Sequence[str], timeout_s: float = 60.0, remember: int = 8) -> Assemble:
     """``command`` (ptxas and its options) run on a PTX text in a private
-    directory: the cubin's code (`code_of`), or None when ptxas fails."""
+    directory: the cubin's code (`code_of`), or None when ptxas fails.
+
+    ptxas is deterministic, and the questions about a kernel start from the
+    same text (the kernel as it stands, asked whether ptxas fuses anything,
+    then which product it fuses): the answers for the last ``remember``
+    texts are kept, so that text is assembled once."""
     prefix = list(command)
+    answers: dict[bytes, bytes | None] = {}
 
     def assemble(text: str) -> bytes | None:
+        key = hashlib.sha256(text.encode("utf-8", "surrogateescape")).digest()
+        if key not in answers:
+            if len(answers) >= remember:
+                del answers[next(iter(answers))]
+            answers[key] = _run(text)
+        return answers[key]
+
+    def _run(text: str) -> bytes | None:
         with tempfile.TemporaryDirectory(prefix="ptxasw-pin-") as tmp:
             ptx, out = Path(tmp) / "in.ptx", Path(tmp) / "out.cubin"
             ptx.write_text(text, encoding="utf-8", errors="surrogateescape")

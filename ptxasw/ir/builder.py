@@ -48,10 +48,11 @@ the same source line, as a compiler would do for code it generated for it.
 
 from __future__ import annotations
 
+import copy
 import re
 import struct
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypeVar
 
 from ptxasw.ir import isa
@@ -88,6 +89,7 @@ __all__ = [
     "FunctionBuilder",
     "InstructionCache",
     "Position",
+    "copy_function",
     "table_checked",
 ]
 
@@ -103,6 +105,17 @@ class BuildError(ValueError):
     This is a bug in the pass, not in the user's input, so it is not a
     `ptxasw.errors.PtxError`: the drop-in's fail-open path reports it.
     """
+
+
+def copy_function(module: Module, fn: Function) -> tuple[Function, Module, dict[int, Any]]:
+    """A deep copy of ``fn`` in a module that shares every other item, and
+    `copy.deepcopy`'s memo (``id`` of an original object -> its copy), with
+    which a pass points what it found in ``fn`` at the copy: trials (a
+    rewrite to prove, a variant to assemble) are edited there, never in
+    ``fn``."""
+    memo: dict[int, Any] = {}
+    twin = copy.deepcopy(fn, memo)
+    return twin, replace(module, items=[twin if it is fn else it for it in module.items]), memo
 
 
 # --------------------------------------------------------------------------

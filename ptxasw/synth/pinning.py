@@ -21,7 +21,6 @@ The rewrite then rounds as the original did whatever its schedule
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import math
 import time
@@ -29,10 +28,10 @@ from collections.abc import Sequence
 from enum import StrEnum
 
 from ptxasw import ir
-from ptxasw.analysis.contraction import OpenSum, open_sums
+from ptxasw.analysis.contraction import OpenSum, open_sums, unrounded_float
 from ptxasw.driver.assembler import Assemble
 from ptxasw.ir import isa
-from ptxasw.ir.builder import BuildError, FunctionBuilder
+from ptxasw.ir.builder import BuildError, FunctionBuilder, copy_function
 from ptxasw.ir.printer import print_module
 
 __all__ = [
@@ -156,9 +155,7 @@ def settle(
     def same(assignment: dict[int, Choice]) -> bool:
         nonlocal runs
         runs += 1
-        memo: dict[int, object] = {}
-        trial_fn = copy.deepcopy(fn, memo)
-        trial = dataclasses.replace(scope, items=[trial_fn if it is fn else it for it in scope.items])
+        trial_fn, trial, memo = copy_function(scope, fn)
         builder = FunctionBuilder(trial_fn, trial)
         try:
             for k, choice in assignment.items():
@@ -190,21 +187,14 @@ def settle(
 
 
 def round_apart(builder: FunctionBuilder) -> None:
-    """Every contractible ``mul``/``add``/``sub`` of the function written with
-    ``.rn``: no product fused anywhere, as ptxas compiled an original of
-    which `fuses_nothing` holds."""
+    """Every float ``mul``/``add``/``sub`` of the function without a rounding
+    modifier (guarded or saturating ones too: ptxas may fuse into those as
+    well) written with ``.rn``: no product fused anywhere, as ptxas compiled
+    an original of which `fuses_nothing` holds."""
     for inst in list(builder.fn.instructions()):
-        if _unrounded_float(inst):
+        if unrounded_float(inst, ("mul", "add", "sub")):
             new = builder.instruction(inst.opcode, [".rn", *inst.modifiers], inst.operands, guard=inst.guard)
             builder.replace(inst, [dataclasses.replace(new, loc=inst.loc)])
-
-
-def _unrounded_float(inst: ir.Instruction) -> bool:
-    """A float ``mul``/``add``/``sub`` without a rounding modifier (guarded or
-    saturating ones too: ptxas may fuse into those as well)."""
-    if inst.opcode not in ("mul", "add", "sub") or not {".f32", ".f64"} & set(isa.instruction_types(inst)):
-        return False
-    return not any(isa.classify_modifier(m, inst.opcode) is isa.ModifierKind.ROUNDING for m in inst.modifiers)
 
 
 def fuses_nothing(module: ir.Module, fn: ir.Function, assemble: Assemble) -> bool:
@@ -214,9 +204,7 @@ def fuses_nothing(module: ir.Module, fn: ir.Function, assemble: Assemble) -> boo
     scope, base = _asked(module, fn, assemble)
     if base is None:
         return False
-    memo: dict[int, object] = {}
-    trial_fn = copy.deepcopy(fn, memo)
-    trial = dataclasses.replace(scope, items=[trial_fn if it is fn else it for it in scope.items])
+    trial_fn, trial, _ = copy_function(scope, fn)
     round_apart(FunctionBuilder(trial_fn, trial))
     return assemble(print_module(trial)) == base
 

@@ -17,7 +17,6 @@ The order is what makes the rewrite safe to run inside a user's build:
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import math
 import time
@@ -29,7 +28,7 @@ from ptxasw.driver.deadline import Deadline
 from ptxasw.driver.pipeline import FunctionPass, PassResult
 from ptxasw.emulator.symbolic.executor import Budget
 from ptxasw.ir import isa
-from ptxasw.ir.builder import AnalysisCache, FunctionBuilder
+from ptxasw.ir.builder import AnalysisCache, FunctionBuilder, copy_function
 from ptxasw.synth import tuned
 from ptxasw.synth.codegen import emit_shuffles
 from ptxasw.synth.cost import costs_for, nothing_pays, site_cost
@@ -86,13 +85,18 @@ def plan_kernel(module: ir.Module, fn: ir.Function, options: Options | None = No
     return plan
 
 
-def rewrite_kernel(builder: FunctionBuilder, plan: KernelPlan, mode: str = "normal") -> int:
-    """Emit ``plan``'s proven shuffles, and with them its pins, into
-    ``builder``'s function (whose instructions the plan names); how many."""
-    chosen = [v for v in plan.chosen if v.proof == PROVED]
+def rewrite_kernel(
+    builder: FunctionBuilder, plan: KernelPlan, mode: str = "normal", memo: dict[int, Any] | None = None
+) -> int:
+    """Emit ``plan``'s proven shuffles, and with them its rounding pins, into
+    ``builder``'s function; how many. ``memo`` (`copy_function`'s) when that
+    function is a copy of the one the plan names."""
+    chosen = [v for v in plan.chosen if v.proof == PROVED and v.in_kernel]
+    if memo is not None:
+        chosen = _pointed(chosen, memo)
     sites = emit_shuffles(builder, chosen, mode, plan.block_shape_known)
     if sites:
-        write_rounding(builder, plan.pins, plan.apart)
+        write_rounding(builder, plan.pins, plan.apart, memo)
     return len(sites)
 
 
@@ -148,19 +152,20 @@ def _copy_with(
 ) -> tuple[ir.Function, ir.Module, list[LoadVerdict]]:
     """A copy of ``fn`` in a module that shares everything else, and the
     verdicts pointed at the copy's instructions."""
-    memo: dict[int, Any] = {}
-    trial_fn = copy.deepcopy(fn, memo)
-    trial_module = dataclasses.replace(module, items=[trial_fn if it is fn else it for it in module.items])
+    trial_fn, trial_module, memo = copy_function(module, fn)
+    return trial_fn, trial_module, _pointed([v for v in verdicts if v.rewritten and v.in_kernel], memo)
+
+
+def _pointed(verdicts: list[LoadVerdict], memo: dict[int, Any]) -> list[LoadVerdict]:
+    """``verdicts`` pointed at the instructions of a copy (``memo``: `copy_function`'s)."""
 
     def moved(inst: ir.Instruction | None) -> ir.Instruction | None:
         return None if inst is None else memo.get(id(inst), inst)
 
-    mapped = [
+    return [
         dataclasses.replace(v, load=moved(v.load), source=moved(v.source))  # type: ignore[arg-type]
         for v in verdicts
-        if v.rewritten and v.in_kernel
     ]
-    return trial_fn, trial_module, mapped
 
 
 class ShuffleSynthesisPass(FunctionPass):

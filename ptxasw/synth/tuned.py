@@ -10,18 +10,13 @@ the verdict instead of applying a measurement of other code.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
-from typing import Any
 
 from ptxasw import ir
 from ptxasw.driver import tuning
-from ptxasw.ir.builder import FunctionBuilder
+from ptxasw.ir.builder import FunctionBuilder, copy_function
 from ptxasw.ir.printer import print_module
-from ptxasw.synth.codegen import emit_shuffles
 from ptxasw.synth.detect import KernelPlan, Options
-from ptxasw.synth.pinning import write_rounding
-from ptxasw.synth.prove import PROVED
 
 __all__ = ["apply_verdict", "emit_on_copy", "kernel_text", "lookup", "rewrite_hash"]
 
@@ -34,17 +29,10 @@ def kernel_text(module: ir.Module, fn: ir.Function) -> str:
 def emit_on_copy(module: ir.Module, fn: ir.Function, plan: KernelPlan, mode: str = "normal") -> ir.Module:
     """A module whose ``fn`` is a copy with every proven shuffle of ``plan``
     emitted in ``mode`` (the other items are shared, not copied)."""
-    memo: dict[int, Any] = {}
-    twin = copy.deepcopy(fn, memo)
-    proven = [
-        dataclasses.replace(v, load=memo[id(v.load)], source=memo.get(id(v.source), v.source))
-        for v in plan.chosen
-        if v.proof == PROVED and v.in_kernel
-    ]
-    twin_module = dataclasses.replace(module, items=[twin if it is fn else it for it in module.items])
-    builder = FunctionBuilder(twin, twin_module)
-    if emit_shuffles(builder, proven, mode, plan.block_shape_known):
-        write_rounding(builder, plan.pins, plan.apart, memo)
+    from ptxasw.synth.synthesize import rewrite_kernel  # which imports this module
+
+    twin, twin_module, memo = copy_function(module, fn)
+    rewrite_kernel(FunctionBuilder(twin, twin_module), plan, mode, memo)
     return twin_module
 
 
