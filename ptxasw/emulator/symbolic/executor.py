@@ -112,6 +112,7 @@ from ptxasw.emulator.symbolic.domain import SymbolicDomain, as_bool, bv_width, c
 from ptxasw.emulator.symbolic.independence import Symbols, connected, free_literal
 from ptxasw.emulator.symbolic.intervals import decide, normalize_extensions
 from ptxasw.emulator.symbolic.lanes import LaneModel
+from ptxasw.emulator.symbolic.local_search import local_model
 from ptxasw.errors import UnsupportedInstruction
 from ptxasw.ir import isa
 from ptxasw.ir.layout import var_of
@@ -784,7 +785,9 @@ class _Solver:
             out.extend(self._abs_nodes.get(f.get_id(), ()))
         return out
 
-    def _typical_sizes(self, nonlinear: Sequence[z3.ExprRef], size: int | None) -> list[z3.BoolRef]:
+    def _typical_sizes(
+        self, nonlinear: Sequence[z3.ExprRef], size: int | None, flat_block: bool = False
+    ) -> list[z3.BoolRef]:
         """Equalities fixing the unknowns under ``nonlinear`` terms to
         ``size`` (block dimensions to 32, or 1 when ``size`` is 1; an
         index registered with `typical_index` to 0, so that it stays below
@@ -794,7 +797,14 @@ class _Solver:
         only a product's direct factors: GCC's chunk bounds divide a
         difference of two loaded bounds by the team size, and fixing only
         the divisor leaves a 32-bit divider to bit-blast. Any added equality
-        keeps the query an under-approximation."""
+        keeps the query an under-approximation.
+
+        ``flat_block``: a block of 32x32x1 rather than 32x32x32, which breaks
+        the ISA's limit of 1,024 threads and so refutes every query that
+        multiplies the three. Only for tries asked with the values folded
+        in (`_fixed_check`): beside the incremental solver's multipliers a
+        consistent block turned Z3's quick refutations into undecided
+        answers."""
         fixes: dict[str, z3.BoolRef] = {}
         model = self.models[0].model if size is None and self.models else None
         if size is None and model is None:
@@ -814,6 +824,8 @@ class _Solver:
                 value = model.eval(leaf, model_completion=True)
             elif name in self.index_symbols:
                 value = z3.BitVecVal(0, leaf.size())
+            elif flat_block and name == "%ntid.z":
+                value = 1
             else:
                 value = min(32, size) if name.startswith("%ntid") else size
             fixes.setdefault(name, leaf == value)
@@ -974,10 +986,20 @@ class _Solver:
         # that can go both ways, addresses that may meet), and a model of the
         # query with its factors fixed settles them; the over-approximations
         # below can only prove unsat.
+        wide = None
+        if self.fast and any(term.size() > 32 for term in pairs):
+            wide = [*self.axioms, *pc, *extra] if real is self.real else [*pc, *extra]
         typical = None
         if pairs and self.fast:
-            typical = self._under_approximations(real, pc, extra, pairs, keep_models)
+            typical = self._under_approximations(real, pc, extra, pairs, keep_models, wide)
             if typical:
+                return True
+        if wide is not None:
+            self.stats.solver_calls += 1
+            model = local_model(wide)
+            if model is not None:
+                self.stats.cheap_answers += 1
+                self._keep(model, keep_models)
                 return True
         if pc and not real.flat:  # a slice is already about as small
             self.stats.solver_calls += 1
@@ -1016,27 +1038,60 @@ class _Solver:
         extra: Sequence[z3.BoolRef],
         pairs: Sequence[z3.ExprRef],
         keep_models: bool,
+        wide: Sequence[z3.BoolRef] | None = None,
     ) -> bool | None:
         """Whether the query with the factors of its products fixed to
         typical sizes (`_typical_sizes`) has a model: the query made linear,
         and a model of it is one of the real query (kept when ``keep_models``).
         True: a model was found; False: every try was refuted; None: some
-        try was undecided, or there was nothing to fix."""
+        try was undecided, or there was nothing to fix.
+
+        ``wide``: the whole query (context included) when it holds a 64-bit
+        product of unknowns; its tries are then asked with the fixed values
+        put in (`_fixed_check`), not beside the multipliers."""
         refuted = 0
         tried = 0
         for size in (None, 64, 1) if self.fast else (64, 1):
-            fixes = self._typical_sizes(pairs, size)
+            fixes = self._typical_sizes(pairs, size, flat_block=wide is not None)
             if not fixes and (size is None or self.fast):
                 continue  # nothing fixed: the real query, asked below with its full effort
             self.stats.solver_calls += 1
             tried += 1
-            result, model = real.check(pc, [*extra, *fixes], self._timeout(), self.rlimit // 8)
+            if wide is not None:
+                result, model = self._fixed_check(wide, fixes)
+            else:
+                result, model = real.check(pc, [*extra, *fixes], self._timeout(), self.rlimit // 8)
             if model is not None:
                 self.stats.cheap_answers += 1
                 self._keep(model, keep_models)
                 return True
             refuted += result == z3.unsat
         return False if tried and refuted == tried else None
+
+    def _fixed_check(
+        self, formulas: Sequence[z3.BoolRef], fixes: Sequence[z3.BoolRef]
+    ) -> tuple[z3.CheckSatResult, z3.ModelRef | None]:
+        """``formulas`` with the values of ``fixes`` (``leaf == value``)
+        substituted and folded, on a solver of their own. Beside an
+        incremental solver's 64-bit multipliers, a try whose fixes make the
+        products constant still cost 40-300 ms (the core bit-blasts the
+        multiplier before it propagates the constants); folded first, most
+        are decided by simplification alone. The fixes are asserted too, so
+        that a model gives the fixed leaves their values."""
+        values = [
+            (fix.arg(1), fix.arg(0)) if z3.is_bv_value(fix.arg(0)) else (fix.arg(0), fix.arg(1))
+            for fix in fixes
+        ]
+        folded = [simplify(z3.substitute(f, *values)) for f in formulas]
+        if any(z3.is_false(f) for f in folded):
+            return z3.unsat, None
+        solver = z3.Solver()
+        solver.set("random_seed", 0)
+        solver.set("timeout", self._timeout())
+        solver.set("rlimit", self.rlimit // 8)
+        solver.add(*[f for f in folded if not z3.is_true(f)], *fixes)
+        result = solver.check()
+        return result, (solver.model() if result == z3.sat else None)
 
     def _keep(self, model: z3.ModelRef, keep: bool) -> None:
         if keep:
