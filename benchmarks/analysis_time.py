@@ -43,6 +43,9 @@ command is timed ``--repeat`` times too, fastest kept), loads/stores, status
 and solver calls; and, apart
 (`render_seconds`), the seconds to render the analysis as text ("render s")
 and as serialised ``--json`` ("json s"), which should stay below the analysis.
+Per file it reports ``ptxasw trace FILE`` (every kernel) against the best
+pass over the file's kernels (the r-th run of each, as the command runs
+each once), and against the stricter sum of each kernel's best run.
 
 Goal (issue 6): every kernel under 1 s of analysis on the 2-core development
 machine, and the whole command under 1.5x the analysis. The paper's
@@ -221,15 +224,25 @@ def file_command(path: Path, rows: list[dict[str, Any]], repeat: int, budget: Bu
     user runs it, the file's parse shared by its kernels. Measured right
     after the file's kernels, in the same state of the process (Z3's term
     tables grow with every kernel analysed before)."""
-    analysis = sum(r["seconds"] for r in rows if r["file"] == path.name)
+    mine = [r for r in rows if r["file"] == path.name]
+    # A pass: the r-th run of every kernel. The command is one pass too, so
+    # the best pass is what it compares with; the sum of each kernel's best
+    # run is faster than any pass (runs of one kernel differ by up to 5x
+    # here, with the collector and Z3's term tables), which overstates the
+    # command's share on files of many kernels.
+    passes = [sum(r["seconds_all"][i] for r in mine) for i in range(repeat)]
+    analysis = min(passes)
+    fastest = sum(r["seconds"] for r in mine)
     runs = [command_seconds(path, None, budget.time_s) for _ in range(repeat)]
     whole = min(w for w, _ in runs)
     return {
         "file": path.name,
-        "kernels": sum(1 for r in rows if r["file"] == path.name),
+        "kernels": len(mine),
         "analysis_seconds": analysis,
         "command_seconds": whole,
         "command_ratio": whole / max(analysis, 1e-9),
+        "analysis_fastest_seconds": fastest,
+        "command_ratio_to_fastest": whole / max(fastest, 1e-9),
     }
 
 
@@ -408,8 +421,11 @@ def print_files(per_file: list[dict[str, Any]]) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title="Whole command per file (ptxasw trace FILE, best run) against its kernels' analysis")
-    for col in ("file", "kernels", "analysis s", "command s", "ratio"):
+    table = Table(
+        title="Whole command per file (ptxasw trace FILE, best run) against its kernels' analysis"
+        " (best pass over all kernels; and the sum of each kernel's best run)"
+    )
+    for col in ("file", "kernels", "analysis s", "command s", "ratio", "fastest s", "ratio to fastest"):
         table.add_column(col, justify="left" if col == "file" else "right")
     for r in per_file:
         table.add_row(
@@ -418,13 +434,18 @@ def print_files(per_file: list[dict[str, Any]]) -> None:
             f"{r['analysis_seconds']:.3f}",
             f"{r['command_seconds']:.3f}",
             f"{r['command_ratio']:.2f}",
+            f"{r['analysis_fastest_seconds']:.3f}",
+            f"{r['command_ratio_to_fastest']:.2f}",
         )
     console = Console(width=max(Console().width, 150))
     console.print(table)
     over = [r["file"] for r in per_file if r["command_ratio"] > 1.5]
+    strict = [r["file"] for r in per_file if r["command_ratio_to_fastest"] > 1.5]
     console.print(
         f"whole command over 1.5x its kernels' analysis: {len(over)} of {len(per_file)} files"
         + (f" ({', '.join(over)})" if over else "")
+        + f"; {len(strict)} against the sum of each kernel's best run"
+        + (f" ({', '.join(strict)})" if strict else "")
     )
 
 
