@@ -251,3 +251,55 @@ def test_a_joined_flows_memory_events_are_its_own(monkeypatch: pytest.MonkeyPatc
     assert result.stats.joined == 1
     ((sides, ids, guarded),) = seen
     assert ids and guarded[-1] and ids[-1] not in sides
+
+
+READ_BEFORE_WRITE = """
+.version 8.0
+.target sm_80
+.address_size 64
+
+.visible .entry join_widths(.param .u64 out)
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<4>;
+    .reg .b64 %rd<2>;
+
+    mov.u32 %r1, %tid.x;
+    setp.eq.s32 %p1, %r1, 0;
+    @%p1 bra $W;
+    ld.shared.u32 %r2, [%r3];
+    bra.uni $J;
+$W:
+    WRITE
+    mov.u32 %r2, 1;
+$J:
+    add.s32 %r2, %r2, READ;
+    ld.param.u64 %rd1, [out];
+    st.global.u32 [%rd1], %r2;
+    ret;
+}
+"""
+
+
+def test_a_register_read_first_as_a_wider_address_joins_its_declared_width() -> None:
+    """A ``.b32`` register read before any write as a shared address (64
+    bits wide there) on one side, and written on the other: its unknown
+    value has the register's 32 bits, so the sides join (found by fuzzing:
+    the join asked Z3 for an ``If`` of a 64- and a 32-bit value, and trace
+    ended in an internal error on PTX that ptxas assembles)."""
+    text = READ_BEFORE_WRITE.replace("WRITE", "mov.u32 %r3, 7;").replace("READ", "%r3")
+    result = analyze_kernel(parse_ptx(text), "join_widths")
+    assert result.complete
+    (store,) = [a for a in result.flows[-1].trace if a.kind == "st"]
+    thread0 = z3.simplify(z3.substitute(store.value, (z3.BitVec("%tid.x", 32), z3.BitVecVal(0, 32))))
+    assert thread0.eq(z3.BitVecVal(8, 32))  # 7 + 1 on the side that wrote
+    assert "undef.%r3#0" in str(store.value)
+
+
+def test_sides_holding_a_register_at_two_widths_stay_apart() -> None:
+    """PTX that writes a ``.b32`` register with a 64-bit value (which ptxas
+    refuses): the sides are not joined, and the analysis ends normally."""
+    text = READ_BEFORE_WRITE.replace("WRITE", "mov.b64 %r3, %rd1;").replace("READ", "%r3")
+    result = analyze_kernel(parse_ptx(text), "join_widths")
+    assert result.complete
+    assert not any(flow.end == "merged" for flow in result.flows)

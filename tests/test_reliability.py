@@ -31,8 +31,9 @@ REPO = Path(__file__).resolve().parent.parent
 #: A stand-in for ptxas. FAKE_PIDFILE: write our pid; FAKE_OUT_CHUNKS/FAKE_OUT_SLEEP:
 #: write the output (-o) in that many chunks of the input's first byte, sleeping
 #: between them; FAKE_WARN_AT: warn (as ptxas does) at the first line holding this
-#: text; FAKE_SIGNAL: die of this signal; FAKE_RC: exit code. Every run appends
-#: its argv to FAKE_CALLS.
+#: text; FAKE_INFO_AT: the same as an info that names the line without the file
+#: (as ptxas's GMMA notes do); FAKE_SIGNAL: die of this signal; FAKE_RC: exit
+#: code. Every run appends its argv to FAKE_CALLS.
 FAKE = """\
 #!{python} -S
 import os, signal, sys, time
@@ -55,6 +56,11 @@ if os.environ.get("FAKE_WARN_AT") and inputs:
     lines = open(inputs[0]).read().splitlines()
     n = next(i for i, ln in enumerate(lines, 1) if os.environ["FAKE_WARN_AT"] in ln)
     print(f"ptxas {{inputs[0]}}, line {{n}}; warning : here", file=sys.stderr)
+if os.environ.get("FAKE_INFO_AT") and inputs:
+    lines = open(inputs[0]).read().splitlines()
+    n = next(i for i, ln in enumerate(lines, 1) if os.environ["FAKE_INFO_AT"] in ln)
+    info = f"ptxas info    : (C7519) warpgroup.arrive is injected in around line {{n}} by compiler"
+    print(info, file=sys.stderr)
 if os.environ.get("FAKE_SIGNAL"):
     os.kill(os.getpid(), int(os.environ["FAKE_SIGNAL"]))
 sys.exit(int(os.environ.get("FAKE_RC", "0")))
@@ -73,6 +79,7 @@ _CLEARED = (
     "FAKE_SIGNAL",
     "FAKE_RC",
     "FAKE_WARN_AT",
+    "FAKE_INFO_AT",
 )
 
 
@@ -399,6 +406,22 @@ def test_ptxas_diagnostics_on_our_rewrite_name_the_users_lines(
     assert argv[1] != str(src)  # ptxas assembled our rewrite...
     line = 1 + MINI_PTX.splitlines().index("\tst.global.u32 \t[%rd3], %r1;")
     assert capfd.readouterr().err == f"ptxas {src}, line {line}; warning : here\n"  # ...the user's line
+
+
+def test_a_line_ptxas_names_without_the_file_is_the_users_line_too(
+    env: dict[str, str], src: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd
+) -> None:
+    """``warpgroup.arrive is injected in around line N``: ptxas names a line
+    of its one input without the file (found by fuzzing a wgmma kernel)."""
+    monkeypatch.setenv("PTXASW_PIPELINE", "tests.test_reliability:shift_lines")
+    monkeypatch.setenv("FAKE_INFO_AT", "st.global.u32")
+    assert wrapper.main(["-arch=sm_90", str(src)]) == 0
+    (argv,) = calls(tmp_path)
+    assert argv[1] != str(src)
+    line = 1 + MINI_PTX.splitlines().index("\tst.global.u32 \t[%rd3], %r1;")
+    assert capfd.readouterr().err == (
+        f"ptxas info    : (C7519) warpgroup.arrive is injected in around line {line} by compiler\n"
+    )
 
 
 def test_the_default_pipeline_hands_ptxas_the_users_file(

@@ -1080,10 +1080,23 @@ def _fix_lines(data: bytes, ours: bytes, theirs: bytes, line_map: LineMap) -> by
     return re.sub(re.escape(ours) + rb", line (\d+)", user, data)
 
 
+#: ptxas's messages that name a line of its one input without the file
+#: (``warpgroup.arrive is injected in around line N``, ``compile instruction
+#: at line N``, ``encountered on line N``).
+_BARE_LINE = re.compile(rb"\b(around line |at line |on line )(\d+)")
+
+
+def _fix_bare_lines(data: bytes, line_map: LineMap) -> bytes:
+    """A line that a message names without its file: the one input's."""
+    return _BARE_LINE.sub(lambda m: b"%s%d" % (m[1], line_map.user_line(int(m[2]))), data)
+
+
 def _replay(
     proc: subprocess.CompletedProcess[bytes], rename: Mapping[str, str], lines: Mapping[str, LineMap]
 ) -> None:
     for data, stream in ((proc.stdout, sys.stdout), (proc.stderr, sys.stderr)):
+        if data and len(lines) == 1:
+            data = _fix_bare_lines(data, next(iter(lines.values())))
         for ours, theirs in rename.items():
             if data and ours in lines and os.fsencode(ours) + b", line " in data:
                 data = _fix_lines(data, os.fsencode(ours), os.fsencode(theirs), lines[ours])

@@ -90,6 +90,7 @@ __all__ = [
     "InstructionCache",
     "Position",
     "copy_function",
+    "register_types",
     "table_checked",
 ]
 
@@ -116,6 +117,12 @@ def copy_function(module: Module, fn: Function) -> tuple[Function, Module, dict[
     memo: dict[int, Any] = {}
     twin = copy.deepcopy(fn, memo)
     return twin, replace(module, items=[twin if it is fn else it for it in module.items]), memo
+
+
+def register_types(fn: Function) -> dict[str, str | None]:
+    """The declared type of each register of ``fn`` (nested blocks folded
+    in; None for a name declared with two types, or a vector register)."""
+    return _Scope(fn, None).types
 
 
 # --------------------------------------------------------------------------

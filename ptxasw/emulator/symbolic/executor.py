@@ -115,6 +115,7 @@ from ptxasw.emulator.symbolic.lanes import LaneModel
 from ptxasw.emulator.symbolic.local_search import local_model
 from ptxasw.errors import UnsupportedInstruction
 from ptxasw.ir import isa
+from ptxasw.ir.builder import register_types
 from ptxasw.ir.layout import var_of
 
 __all__ = [
@@ -1146,6 +1147,7 @@ class SymbolicExecutor:
 
         self.module = module
         self.fn = fn
+        self._register_types: dict[str, str | None] | None = None  # see `_declared_width`
         self.budget = budget or Budget()
         self.strict = strict
         # .reqntid fixes the block shape: %ntid are constants, lanes map to %tid exactly.
@@ -1273,9 +1275,21 @@ class SymbolicExecutor:
                 # masks (``p && undef`` where p is false) matches the original.
                 count = st.undefined.get(key, 0)
                 st.undefined[key] = count + 1
-                value = z3.BitVec(f"undef.{_reg_text(reg)}#{count}", width)
+                value = z3.BitVec(f"undef.{_reg_text(reg)}#{count}", self._declared_width(reg, width))
                 st.env[key] = value
         return _resize(self.dom, value, width)
+
+    def _declared_width(self, reg: ir.Register, width: int) -> int:
+        """The bits ``reg`` is declared with (``width``, the reader's, when
+        the declaration does not say). An unknown initial value has the
+        register's own width: a 32-bit register read first as a 64-bit
+        shared address, and written later on another path, must join that
+        path's 32-bit value."""
+        if self._register_types is None:
+            self._register_types = register_types(self.fn)
+        if reg.selector is not None:
+            return width
+        return isa.type_bits(self._register_types.get(reg.name)) or width
 
     def write(self, reg: ir.Register, value: BV) -> None:
         if is_special_register(reg.name):
@@ -2490,6 +2504,8 @@ class SymbolicExecutor:
         if any(k not in a.env or k not in b.env for k in keys):
             return None
         cond_a, cond_b, joined_pc = _side_conditions(side_a, side_b)
+        if any(a.env[k].size() != b.env[k].size() for k in keys):
+            return None  # a register of two widths (PTX that ptxas may refuse): kept apart
         env: dict[_EnvKey, BV] = {}
         for k in keys:
             x, y = a.env[k], b.env[k]
