@@ -385,15 +385,18 @@ class _ToIR(Transformer):  # type: ignore[type-arg]
     def quals(self, children: list[Any]) -> list[Any]:
         return children
 
-    def align(self, children: list[Any]) -> tuple[str, int]:
-        return ("align", parse_int(children[0]))
+    def align(self, children: list[Any]) -> tuple[str, int, Token]:
+        """``("align", N, the token of N)``: the token locates a declaration
+        that has no other qualifier to point at (``.align 4 x[4];``, where
+        a `var_decl` found no token to name before)."""
+        return ("align", parse_int(children[0]), children[0])
 
-    def attribute(self, children: list[Any]) -> tuple[str, str]:
-        return ("attribute", ".attribute(" + ", ".join(children) + ")")
+    def attribute(self, children: list[tuple[str, Token]]) -> tuple[str, str, Token]:
+        return ("attribute", ".attribute(" + ", ".join(text for text, _ in children) + ")", children[0][1])
 
-    def attr_item(self, children: list[Any]) -> str:
+    def attr_item(self, children: list[Any]) -> tuple[str, Token]:
         name, *args = children
-        return str(name) + (f"({', '.join(args)})" if args else "")
+        return str(name) + (f"({', '.join(args)})" if args else ""), name
 
     def reg_count(self, children: list[Any]) -> tuple[str, int]:
         return ("count", parse_int(children[0]))
@@ -426,7 +429,7 @@ class _ToIR(Transformer):  # type: ignore[type-arg]
 
     def var_decl(self, children: list[Any]) -> ir.VarDecl:
         quals, *names = children
-        first = next(q for q in quals if isinstance(q, Token))
+        first = quals[0] if isinstance(quals[0], Token) else quals[0][2]  # (kind, value, token)
         decl = _sort_qualifiers(quals, _loc(self.path, first))
         decl.names = names
         for v in names:
@@ -722,7 +725,7 @@ def _sort_qualifiers(quals: list[Any], loc: ir.SourceLoc) -> ir.VarDecl:
     ptr_attrs: list[str] | None = None
     for q in quals:
         if isinstance(q, tuple):
-            kind, value = q
+            kind, value = q[0], q[1]
             if ptr_attrs is not None and kind == "align":
                 ptr_attrs.append(f".align {value}")
             elif kind == "align":

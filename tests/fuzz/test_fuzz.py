@@ -122,6 +122,32 @@ def test_a_bad_octal_literal_is_a_located_error(tmp_path: Path, body: str, where
         assert result.stderr == f"ptxasw: error: {path}:{where}: bad integer '09' (a leading 0 means octal)\n"
 
 
+@pytest.mark.parametrize(
+    ("body", "where"),
+    [
+        (".align 4 coeffs[2] = {0, 0};\n", "4:8"),  # its .const and .b8 deleted
+        (".attribute(.managed) x;\n", "4:12"),
+    ],
+    ids=["align-only", "attribute-only"],
+)
+def test_a_declaration_without_a_space_is_a_located_error(tmp_path: Path, body: str, where: str) -> None:
+    """Fuzzing (seed 12, case 107543) deleted ``.const`` from a declaration,
+    leaving only ``.align 4``: the front end looked for a qualifier token to
+    locate the declaration and raised StopIteration in check and fmt."""
+    from click.testing import CliRunner
+
+    from ptxasw.cli import main as cli
+
+    path = tmp_path / "decl.ptx"
+    path.write_text(HEADER + body)
+    for command in ("check", "fmt"):
+        result = CliRunner().invoke(cli, [command, str(path)])
+        assert result.exit_code == 1
+        assert result.stderr == (
+            f"ptxasw: error: {path}:{where}: declaration without a state space (.reg, .global, ...)\n"
+        )
+
+
 def test_the_drop_in_leaves_non_ascii_ptx_to_ptxas(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Fuzzing found a flipped newline that put a non-ASCII byte into a comment in
     a function body: ptxas rejects the file, but our reprint (which drops such
