@@ -148,6 +148,24 @@ def test_a_declaration_without_a_space_is_a_located_error(tmp_path: Path, body: 
         )
 
 
+def test_a_semicolon_in_a_dwarf_section_is_an_error_as_in_ptxas(tmp_path: Path) -> None:
+    """Fuzzing (seed 13, case 39030) put a ``;`` before a ``.b8`` line of a
+    ``-G`` build's debug section. ptxas refuses it; the front end took it as
+    the end of the line before, and the drop-in's reprint (without it)
+    assembled where ptxas failed."""
+    from click.testing import CliRunner
+
+    from ptxasw.cli import main as cli
+
+    path = tmp_path / "section.ptx"
+    path.write_text(HEADER + ".section .debug_str\n{\n.b8 95\n; .b8 0\n}\n")
+    result = CliRunner().invoke(cli, ["check", str(path)])
+    assert result.exit_code == 1
+    assert result.stderr.startswith(f"ptxasw: error: {path}:7:1: unexpected ';'")
+    path.write_text(HEADER + ".section .debug_str\n{\n.b8 95\n.b8 0\n}\n")
+    assert CliRunner().invoke(cli, ["check", str(path)]).exit_code == 0
+
+
 def test_the_drop_in_leaves_non_ascii_ptx_to_ptxas(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Fuzzing found a flipped newline that put a non-ASCII byte into a comment in
     a function body: ptxas rejects the file, but our reprint (which drops such
