@@ -318,6 +318,12 @@ class _ToIR(Transformer):  # type: ignore[type-arg]
                     "or [base+constant]",
                     loc,
                 )
+            if opcode != "call" and _register_in_arithmetic(op):
+                raise PtxSyntaxError(
+                    f"'{format_expr(op)}': a register takes no arithmetic in an operand "
+                    "(only [reg+constant] in an address)",
+                    loc,
+                )
         return ir.Instruction(opcode, modifiers, operands, guard, loc)
 
     def _whole_instruction(self, tok: Token) -> ir.Instruction:
@@ -617,6 +623,29 @@ def _top_level_operand(value: ir.Operand, opcode: str) -> ir.Operand:
     if opcode != "call":
         return _as_expr(value)
     return value
+
+
+def _register_in_arithmetic(value: object) -> bool:
+    """Whether ``value`` (an operand outside brackets) computes with a
+    register (``%r12 % 8452``). ptxas refuses it, and the printer's
+    ``%r12%8452`` would not read back."""
+    if isinstance(value, ir.BinaryExpr):
+        return _mentions_register(value.lhs) or _mentions_register(value.rhs)
+    if isinstance(value, ir.UnaryExpr):
+        return _register_in_arithmetic(value.operand)
+    if isinstance(value, ir.VectorOperand):
+        return any(_register_in_arithmetic(v) for v in value.elements)
+    return False
+
+
+def _mentions_register(value: object) -> bool:
+    if isinstance(value, ir.Register):
+        return True
+    if isinstance(value, ir.BinaryExpr):
+        return _mentions_register(value.lhs) or _mentions_register(value.rhs)
+    if isinstance(value, ir.UnaryExpr):
+        return _mentions_register(value.operand)
+    return False
 
 
 def _address(value: ir.Operand) -> ir.Address | _InvalidAddress:

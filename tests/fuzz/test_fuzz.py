@@ -166,6 +166,32 @@ def test_a_semicolon_in_a_dwarf_section_is_an_error_as_in_ptxas(tmp_path: Path) 
     assert CliRunner().invoke(cli, ["check", str(path)]).exit_code == 0
 
 
+def test_arithmetic_on_a_register_operand_is_an_error_as_in_ptxas(tmp_path: Path) -> None:
+    """Fuzzing (seed 14, case 46793) flipped ``,`` into ``%`` in ``prmt.b32
+    %r17, %r16, %r12, 8452``: ptxas refuses ``%r12% 8452``; the front end
+    took it as a modulo, and fmt printed ``%r12%8452``, which does not read
+    back. ``%p|%q`` (a pair of results) and ``[%rd1+4]`` stay PTX."""
+    from click.testing import CliRunner
+
+    from ptxasw.cli import main as cli
+
+    body = (
+        ".visible .entry k()\n{\n\t.reg .pred %p<3>;\n\t.reg .b32 %r<4>;\n\t.reg .b64 %rd<2>;\n"
+        "\tprmt.b32 %r1, %r2, %r3% 8452;\n\tret;\n}\n"
+    )
+    path = tmp_path / "prmt.ptx"
+    path.write_text(HEADER + body)
+    for command in ("check", "fmt"):
+        result = CliRunner().invoke(cli, [command, str(path)])
+        assert result.exit_code == 1
+        where = f"{path}:9:2: '%r3%8452'"
+        assert result.stderr.startswith(f"ptxasw: error: {where}: a register takes no arithmetic")
+    pair_and_address = "setp.eq.u32 %p1|%p2, %r2, 0;\n\tld.u32 %r1, [%rd1+4];"
+    fine = body.replace("prmt.b32 %r1, %r2, %r3% 8452;", pair_and_address)
+    path.write_text(HEADER + fine)
+    assert CliRunner().invoke(cli, ["check", str(path)]).exit_code == 0
+
+
 def test_the_drop_in_leaves_non_ascii_ptx_to_ptxas(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Fuzzing found a flipped newline that put a non-ASCII byte into a comment in
     a function body: ptxas rejects the file, but our reprint (which drops such
