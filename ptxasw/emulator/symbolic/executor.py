@@ -669,7 +669,11 @@ class _Solver:
     2. With `FAST_PATHS`, the query with the factors of its non-linear
        terms fixed to typical sizes (an under-approximation: a model is
        one of the real query), before any over-approximation: a query
-       that has a model is never refuted by one, and most have one.
+       that has a model is never refuted by one, and most have one. Where
+       the query holds a 64-bit product of unknowns (a grid-stride loop),
+       the fixed values are folded in on a solver of their own
+       (`_fixed_check`), and local search (`local_search.local_model`)
+       looks for a model where no typical size gave one.
     3. The query with every non-linear term (a product of two unknowns, a
        division or shift by an unknown) replaced by a variable of its own:
        an over-approximation, so unsat there is unsat for real. Products of
