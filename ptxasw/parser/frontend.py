@@ -435,7 +435,9 @@ class _ToIR(Transformer):  # type: ignore[type-arg]
 
     def var_decl(self, children: list[Any]) -> ir.VarDecl:
         quals, *names = children
-        first = quals[0] if isinstance(quals[0], Token) else quals[0][2]  # (kind, value, token)
+        # The first qualifier word, as always; else the token an .align or
+        # .attribute carries (kind, value, token).
+        first = next((q for q in quals if isinstance(q, Token)), None) or quals[0][2]
         decl = _sort_qualifiers(quals, _loc(self.path, first))
         decl.names = names
         for v in names:

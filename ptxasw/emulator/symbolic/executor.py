@@ -1289,10 +1289,10 @@ class SymbolicExecutor:
         register's own width: a 32-bit register read first as a 64-bit
         shared address, and written later on another path, must join that
         path's 32-bit value."""
-        if self._register_types is None:
-            self._register_types = register_types(self.fn)
         if reg.selector is not None:
             return width
+        if self._register_types is None:
+            self._register_types = register_types(self.fn)
         return isa.type_bits(self._register_types.get(reg.name)) or width
 
     def write(self, reg: ir.Register, value: BV) -> None:
@@ -2507,9 +2507,9 @@ class SymbolicExecutor:
         keys = {k for k in (*a.env, *b.env) if k[0] in live}
         if any(k not in a.env or k not in b.env for k in keys):
             return None
-        cond_a, cond_b, joined_pc = _side_conditions(side_a, side_b)
         if any(a.env[k].size() != b.env[k].size() for k in keys):
             return None  # a register of two widths (PTX that ptxas may refuse): kept apart
+        cond_a, cond_b, joined_pc = _side_conditions(side_a, side_b)
         env: dict[_EnvKey, BV] = {}
         for k in keys:
             x, y = a.env[k], b.env[k]
