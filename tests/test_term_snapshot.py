@@ -109,3 +109,55 @@ def test_smtlib_reads_back_as_the_same_term() -> None:
     # A subterm used twice is bound once.
     assert printer.smtlib(terms[0]).count("(bvmul") == 2  # x * 4 once, and the product with it
     assert "(let ((a!1" in printer.smtlib(terms[0])
+
+
+def test_terms_without_an_application_keep_z3s_text() -> None:
+    """A quantifier is read at its address and printed by Z3 (the reader
+    hands Z3 addresses, never a context it would take for a C int)."""
+    x = z3.BitVec("x", 32)
+    term = z3.And(z3.ForAll([x], z3.UGE(x + 1, x)), z3.BitVec("y", 32) == 3)
+    node = snapshot.Snapshot().node(term)
+    assert node.args[0].kind is None
+    assert node.args[0].text == z3.Z3_ast_to_string(term.ctx_ref(), term.arg(0).as_ast())
+    assert node.args[1].args[1].value == 3
+
+
+def test_declarations_and_sorts_are_read_once_per_snapshot() -> None:
+    """Nodes of the same declaration share its name and parameters (read once
+    by address), and widths come from the sort (read once by address)."""
+    xs = [z3.BitVec(f"x{i}", 16) for i in range(5)]
+    parts = [z3.Extract(11, 4, x) for x in xs]
+    snap = snapshot.Snapshot()
+    nodes = [snap.node(p) for p in parts]
+    assert {n.params for n in nodes} == {(11, 4)}
+    assert all(n.size == 8 and n.args[0].size == 16 for n in nodes)
+    assert [n.args[0].name for n in nodes] == [f"x{i}" for i in range(5)]
+    assert len(snap._decls) == 6  # one extract, five constants
+
+
+def test_a_snapshot_shared_by_printers_prints_what_each_alone_prints() -> None:
+    """Kernels printed in turn share one snapshot (`snapshot.shared`): each
+    printer's texts and named subterms are those of a printer with a
+    snapshot of its own (uses are counted per printer), and the shared
+    snapshot is replaced once it holds its limit of nodes."""
+    x, y = z3.BitVecs("%tid.x %ctaid.x", 32)
+    kernels = [
+        [x * 4 + y, z3.ULT(x * 4 + y, 9) == (y * 4 == x)],
+        [(x * 4 + y) * 2, z3.UGT(x * 4 + y, 3), (x * 4 + y) * 2 + 1],
+    ]
+
+    def printed(terms: list[z3.ExprRef], snap: snapshot.Snapshot | None) -> tuple[list[str], list]:
+        printer = Printer(share_min=1, snapshot=snap)
+        printer.count_uses(terms)
+        return [printer.text(t) for t in terms], list(printer.definitions)
+
+    terms_read = None
+    for terms in kernels:
+        terms_read = snapshot.shared(terms_read)
+        assert printed(terms, terms_read) == printed(terms, None)
+    assert printed(kernels[1], None)[1]  # the second kernel names a shared subterm
+    assert snapshot.shared(terms_read) is terms_read
+    full = snapshot.shared(None, limit=3)
+    full.node(x * 4 + y)
+    assert len(full) >= 3
+    assert snapshot.shared(full, limit=3) is not full

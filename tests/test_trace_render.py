@@ -579,6 +579,31 @@ def test_shared_prefix_summary_counts_only_the_accesses_shown(tmp_path: Path) ->
     assert "accesses as in flow" not in only_global.output, only_global.output
 
 
+def test_kernels_of_one_file_print_as_each_alone(tmp_path: Path) -> None:
+    """``trace FILE`` reads the terms of its kernels through one shared
+    snapshot; every kernel's text and JSON are still what ``trace -k`` of
+    that kernel alone prints (but for the times measured)."""
+    from ptxasw.cli.trace import trace_command
+
+    kernels = [STENCIL_1D.replace("stencil3", f"stencil{i}") for i in range(3)] + [CHAIN]
+    ptx = tmp_path / "many.ptx"
+    ptx.write_text(HEADER + "".join(kernels))
+    runner = CliRunner()
+
+    def untimed(text: str) -> str:
+        return re.sub(r'(, [0-9.]+ s$|"[a-z_]*seconds": [0-9.e-]+)', "", text, flags=re.M)
+
+    names = ["stencil0", "stencil1", "stencil2", "chain"]
+    every = runner.invoke(trace_command, [str(ptx)])
+    assert every.exit_code == 0, every.output
+    alone = [runner.invoke(trace_command, [str(ptx), "-k", k]).output.rstrip("\n") for k in names]
+    assert untimed(every.output.rstrip("\n")) == untimed("\n\n".join(alone))
+    lines = runner.invoke(trace_command, [str(ptx), "--json-lines"]).output.splitlines()
+    for line, name in zip(lines, names, strict=True):
+        one = runner.invoke(trace_command, [str(ptx), "-k", name, "--json-lines"]).output
+        assert untimed(line) == untimed(one.strip())
+
+
 CHAIN = (
     """
 .visible .entry chain(.param .u64 out)

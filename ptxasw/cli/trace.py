@@ -36,13 +36,16 @@ import json
 import os
 import sys
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from ptxasw.cli.common import check_kernels
 from ptxasw.errors import PtxError, UnsupportedInstruction
 from ptxasw.parser import read_kernels
+
+if TYPE_CHECKING:
+    from ptxasw.emulator.symbolic.snapshot import Snapshot
 
 __all__ = ["trace_command"]
 
@@ -235,8 +238,18 @@ def _progress(total: int, enabled: bool) -> Iterator[Callable[[str], None]]:
 class _Output:
     """Where results go, one kernel at a time (written and flushed at once)."""
 
+    _terms: Snapshot | None = None
+
     def kernel(self, result: Any) -> None:
         raise NotImplementedError
+
+    def terms(self) -> Snapshot:
+        """The terms read for the kernels printed before, shared by the next
+        one while their number stays bounded (`snapshot.shared`)."""
+        from ptxasw.emulator.symbolic.snapshot import shared
+
+        self._terms = shared(self._terms)
+        return self._terms
 
     def close(self, status: str, skipped: int) -> None:
         raise NotImplementedError
@@ -248,7 +261,7 @@ class _TextOutput(_Output):
         self.count = 0
 
     def kernel(self, result: Any) -> None:
-        text = result.format(spaces=self.keep, shared=self.shared)
+        text = result.format(spaces=self.keep, shared=self.shared, snapshot=self.terms())
         _write(("\n\n" if self.count else "") + text)
         self.count += 1
 
@@ -265,7 +278,7 @@ class _JsonOutput(_Output):
         _write('{\n  "file": ' + json.dumps(source) + ',\n  "kernels": [')
 
     def kernel(self, result: Any) -> None:
-        body = json.dumps(result.to_json(self.keep), indent=2).replace("\n", "\n    ")
+        body = json.dumps(result.to_json(self.keep, self.terms()), indent=2).replace("\n", "\n    ")
         _write(("," if self.count else "") + "\n    " + body)
         self.count += 1
 
@@ -279,7 +292,7 @@ class _JsonLinesOutput(_Output):
         self.keep = keep
 
     def kernel(self, result: Any) -> None:
-        _write(json.dumps(result.to_json(self.keep)) + "\n")
+        _write(json.dumps(result.to_json(self.keep, self.terms())) + "\n")
 
     def close(self, status: str, skipped: int) -> None:
         pass

@@ -113,6 +113,7 @@ from ptxasw.emulator.symbolic.independence import Symbols, connected, free_liter
 from ptxasw.emulator.symbolic.intervals import decide, normalize_extensions
 from ptxasw.emulator.symbolic.lanes import LaneModel
 from ptxasw.emulator.symbolic.local_search import local_model
+from ptxasw.emulator.symbolic.snapshot import Snapshot
 from ptxasw.errors import UnsupportedInstruction
 from ptxasw.ir import isa
 from ptxasw.ir.builder import register_types
@@ -379,17 +380,23 @@ class KernelAnalysis:
         stores = {a.index for f in self.flows for a in f.trace if a.kind in ("st", "atom")}
         return len(loads), len(stores)
 
-    def to_json(self, spaces: Iterable[str] | None = None) -> dict[str, Any]:
-        """A JSON-able dict: expressions both pretty and as SMT-LIB terms (`render.to_json`)."""
+    def to_json(
+        self, spaces: Iterable[str] | None = None, snapshot: Snapshot | None = None
+    ) -> dict[str, Any]:
+        """A JSON-able dict: expressions both pretty and as SMT-LIB terms
+        (`render.to_json`). ``snapshot``: terms read for kernels printed
+        before (`snapshot.shared`)."""
         from ptxasw.emulator.symbolic.render import to_json
 
-        return to_json(self, spaces)
+        return to_json(self, spaces, snapshot)
 
-    def format(self, spaces: Iterable[str] | None = None, shared: bool = False) -> str:
+    def format(
+        self, spaces: Iterable[str] | None = None, shared: bool = False, snapshot: Snapshot | None = None
+    ) -> str:
         """The human form, close to the paper's Listing 5 (`render.format_analysis`)."""
         from ptxasw.emulator.symbolic.render import format_analysis
 
-        return format_analysis(self, spaces, shared)
+        return format_analysis(self, spaces, shared, snapshot)
 
 
 # --------------------------------------------------------------------------

@@ -53,12 +53,18 @@ class Printer:
     """
 
     def __init__(
-        self, names: dict[str, str] | None = None, max_len: int | None = None, share_min: int | None = None
+        self,
+        names: dict[str, str] | None = None,
+        max_len: int | None = None,
+        share_min: int | None = None,
+        snapshot: Snapshot | None = None,
     ) -> None:
         self.names = names or {}
         self.max_len = max_len
         self.share_min = share_min
-        self._snapshot = Snapshot()  # keeps every term given alive: ids stay theirs
+        # Keeps every term given alive, so ids stay theirs; may be shared
+        # with the printers of other kernels (`snapshot.shared`).
+        self._snapshot = snapshot if snapshot is not None else Snapshot()
         self._text: dict[int, str] = {}
         self._negated: dict[int, str] = {}
         self._uses: dict[int, int] = {}

@@ -9,7 +9,9 @@ context's raw reference (``term.ctx.ref()``), the rest raw ASTs.
 
 from __future__ import annotations
 
+import ctypes
 from collections.abc import Callable
+from types import SimpleNamespace
 from typing import Any
 
 import z3.z3core as capi
@@ -21,6 +23,7 @@ __all__ = [
     "ast_id",
     "ast_kind",
     "bv_size",
+    "by_address",
     "decl_kind",
     "decl_name",
     "int_param",
@@ -90,3 +93,41 @@ def operator(ctx: Any, ast: Any) -> int:
 def args(ctx: Any, ast: Any) -> list[Any]:
     """The arguments of an application."""
     return [app_arg(ctx, ast, i) for i in range(num_args(ctx, ast))]
+
+
+def _by_address(function: Any, restype: Any, *argtypes: Any) -> Callable[..., Any]:
+    """``function`` again, declared to take and return plain addresses and
+    integers. z3core declares its arguments as classes whose ``from_param``
+    is a Python method, which ctypes calls once per argument; with
+    ``c_void_p`` the conversion stays in C (a third less per call), and
+    results come back as ints instead of wrapper objects."""
+    address = ctypes.cast(function, ctypes.c_void_p).value
+    return ctypes.CFUNCTYPE(restype, *argtypes)(address)  # type: ignore[no-any-return]
+
+
+_P, _U = ctypes.c_void_p, ctypes.c_uint
+
+# For walks over many subterms that never hand a term back to z3py (an
+# address is not an ``Ast``: z3core would pass it as a C int). Every
+# argument after the context's address is an AST's, declaration's or
+# symbol's address (``.value`` of the z3py wrapper), or an index.
+by_address = SimpleNamespace(
+    ast_id=_by_address(ast_id, _U, _P, _P),
+    ast_kind=_by_address(ast_kind, ctypes.c_int, _P, _P),
+    app_decl=_by_address(app_decl, _P, _P, _P),
+    decl_kind=_by_address(decl_kind, ctypes.c_int, _P, _P),
+    num_args=_by_address(num_args, _U, _P, _P),
+    app_arg=_by_address(app_arg, _P, _P, _P, _U),
+    sort=_by_address(sort, _P, _P, _P),
+    sort_kind=_by_address(sort_kind, ctypes.c_int, _P, _P),
+    bv_size=_by_address(bv_size, _U, _P, _P),
+    int_param=_by_address(int_param, ctypes.c_int, _P, _P, _U),
+    num_params=_by_address(num_params, _U, _P, _P),
+    param_kind=_by_address(param_kind, ctypes.c_int, _P, _P, _U),
+    decl_name=_by_address(_unchecked(capi.Z3_get_decl_name), _P, _P, _P),
+    # Z3 owns the returned buffer until its next call: ctypes copies it
+    # into ``bytes`` at once.
+    symbol_string=_by_address(_unchecked(capi.Z3_get_symbol_string), ctypes.c_char_p, _P, _P),
+    numeral_string=_by_address(_unchecked(capi.Z3_get_numeral_string), ctypes.c_char_p, _P, _P),
+    ast_to_string=_by_address(_unchecked(capi.Z3_ast_to_string), ctypes.c_char_p, _P, _P),
+)

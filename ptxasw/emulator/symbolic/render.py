@@ -13,6 +13,8 @@ and nothing is simplified while printing: the text means what was computed.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
@@ -24,6 +26,7 @@ from ptxasw.ir.printer import format_instruction
 
 if TYPE_CHECKING:
     from ptxasw.emulator.symbolic.executor import Access, Flow, KernelAnalysis
+    from ptxasw.emulator.symbolic.snapshot import Snapshot
 
 __all__ = ["SHARE_MIN", "format_analysis", "show", "to_json"]
 
@@ -40,14 +43,33 @@ def show(analysis: KernelAnalysis, e: z3.ExprRef) -> str:
     return pretty(e, names=analysis.names, max_len=None)
 
 
-def to_json(analysis: KernelAnalysis, spaces: Iterable[str] | None = None) -> dict[str, Any]:
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Rendering allocates a node per distinct subterm and a string per
+    rendering, none of them in a cycle. Right after an analysis the heap
+    holds many live objects, which each collection these allocations
+    trigger scans again: that was 40 % of a small file's rendering time."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
+
+
+@_collector_paused()
+def to_json(
+    analysis: KernelAnalysis, spaces: Iterable[str] | None = None, snapshot: Snapshot | None = None
+) -> dict[str, Any]:
     """A JSON-able dict: expressions both pretty and as SMT-LIB terms.
 
     Pretty texts may use the names of ``terms`` (each defined there, in an
-    order where a name is defined before it is used)."""
+    order where a name is defined before it is used). ``snapshot``: terms
+    already read for other kernels (`snapshot.shared`)."""
     keep = None if spaces is None else set(spaces)
     shown = [(flow, [(i, a) for i, a in enumerate(flow.trace) if _shown(a, keep)]) for flow in analysis.flows]
-    printer = _printer(analysis, _roots_json(analysis, shown))
+    printer = _printer(analysis, _roots_json(analysis, shown), snapshot)
 
     def text(e: z3.ExprRef | None) -> str | None:
         return None if e is None else printer.text(e)
@@ -122,18 +144,23 @@ def to_json(analysis: KernelAnalysis, spaces: Iterable[str] | None = None) -> di
     }
 
 
+@_collector_paused()
 def format_analysis(
-    analysis: KernelAnalysis, spaces: Iterable[str] | None = None, shared: bool = False
+    analysis: KernelAnalysis,
+    spaces: Iterable[str] | None = None,
+    shared: bool = False,
+    snapshot: Snapshot | None = None,
 ) -> str:
     """The human form, close to the paper's Listing 5.
 
     A forked flow prints only what follows its fork (``shared``: all), with a
     line saying how many of the accesses shown it shares with its parent.
     ``spaces`` filters the accesses shown (barriers always show).
+    ``snapshot``: terms already read for other kernels (`snapshot.shared`).
     """
     keep = None if spaces is None else set(spaces)
     plan = [_FlowView(flow, keep, shared) for flow in analysis.flows]
-    printer = _printer(analysis, (e for view in plan for e in view.roots()))
+    printer = _printer(analysis, (e for view in plan for e in view.roots()), snapshot)
     body: list[str] = []
     for view in plan:
         body.extend(view.lines(printer))
@@ -206,8 +233,10 @@ def _format_access(printer: Printer, flow: Flow, i: int, a: Access) -> str:
     return f"#{i} {text}{tail}  ; {format_instruction(a.inst).strip()}  ({where})"
 
 
-def _printer(analysis: KernelAnalysis, roots: Iterable[z3.ExprRef]) -> Printer:
-    printer = Printer(analysis.names, share_min=SHARE_MIN)
+def _printer(
+    analysis: KernelAnalysis, roots: Iterable[z3.ExprRef], snapshot: Snapshot | None = None
+) -> Printer:
+    printer = Printer(analysis.names, share_min=SHARE_MIN, snapshot=snapshot)
     printer.count_uses(roots)
     return printer
 

@@ -16,15 +16,21 @@ subterms are owned by their roots).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import z3
 
 from ptxasw.emulator.symbolic import raw
 
-__all__ = ["Node", "Snapshot"]
+__all__ = ["SHARED_NODES", "Node", "Snapshot", "shared"]
+
+# Nodes a snapshot shared by the kernels of one command may hold before it
+# is replaced: it keeps every term it read alive, so without a bound a file
+# of thousands of kernels would keep all their terms (about 150 bytes of
+# Python and Z3 each; this bound keeps it under 10 MB).
+SHARED_NODES = 50_000
 
 
+_C = raw.by_address
 _INT_PARAMETER = z3.Z3_PARAMETER_INT
 _APP = z3.Z3_APP_AST
 _NUMERAL = z3.Z3_NUMERAL_AST
@@ -71,68 +77,93 @@ class Snapshot:
         # neither its Python id nor its term's Z3 id can be reused.
         self._by_object: dict[int, Node] = {}
         self._roots: list[z3.ExprRef] = []
-        # Declaration id -> (name, integer parameters); a declaration lives
-        # as long as a term applying it, and the terms are kept in `_roots`.
-        self._decls: dict[int, tuple[str, tuple[int, ...]]] = {}
+        # Declaration address -> (kind, name, integer parameters), and sort
+        # address -> bit-vector width: Z3 builds each distinct declaration
+        # and sort once, and one lives as long as a term that applies or has
+        # it, which `_roots` keeps alive; so the address stays theirs, and a
+        # term's thousands of additions ask one question instead of four.
+        self._decls: dict[int, tuple[int, str, tuple[int, ...]]] = {}
+        self._widths: dict[int, int] = {}
+
+    def __len__(self) -> int:
+        return len(self._nodes)
 
     def node(self, e: z3.ExprRef) -> Node:
         hit = self._by_object.get(id(e))
         if hit is not None:
             return hit
-        ctx = e.ctx_ref()
-        root = e.as_ast()
-        hit = self._nodes.get(raw.ast_id(ctx, root))
+        ctx = e.ctx_ref().value
+        root = e.as_ast().value
+        hit = self._nodes.get(_C.ast_id(ctx, root))
         if hit is None:
             hit = self._read(ctx, root)
         self._roots.append(e)
         self._by_object[id(e)] = hit
         return hit
 
-    def _read(self, ctx: Any, root: Any) -> Node:
+    def _read(self, ctx: int, root: int) -> Node:
         """Read ``root`` and its unread subterms, children first, from an
-        explicit stack (kernels build chains thousands of terms deep)."""
+        explicit stack (kernels build chains thousands of terms deep). Every
+        AST is an address (`raw.by_address`); each is asked its id and its
+        kind once."""
         nodes = self._nodes
-        stack: list[tuple[Any, int, list[Any] | None]] = [(root, raw.ast_id(ctx, root), None)]
+        ast_id, ast_kind, num_args, app_arg = _C.ast_id, _C.ast_kind, _C.num_args, _C.app_arg
+        # (address, id, kind, argument ids or None before they were read)
+        stack: list[tuple[int, int, int, list[int] | None]] = [
+            (root, ast_id(ctx, root), ast_kind(ctx, root), None)
+        ]
         while stack:
-            ast, key, kids = stack[-1]
+            ast, key, kind, kid_ids = stack[-1]
             if key in nodes:
                 stack.pop()
                 continue
-            if kids is None:
-                kids = []
-                if raw.ast_kind(ctx, ast) == _APP:
-                    kids = raw.args(ctx, ast)
-                stack[-1] = (ast, key, kids)
-                pending = [(k, raw.ast_id(ctx, k), None) for k in kids]
-                pending = [p for p in pending if p[1] not in nodes]
-                if pending:
-                    stack.extend(reversed(pending))
-                    continue
+            if kid_ids is None:
+                kid_ids = []
+                if kind == _APP:
+                    pending = []
+                    for i in range(num_args(ctx, ast)):
+                        kid = app_arg(ctx, ast, i)
+                        kid_id = ast_id(ctx, kid)
+                        kid_ids.append(kid_id)
+                        if kid_id not in nodes:
+                            pending.append((kid, kid_id, ast_kind(ctx, kid), None))
+                    stack[-1] = (ast, key, kind, kid_ids)
+                    if pending:
+                        stack.extend(reversed(pending))
+                        continue
             stack.pop()
-            nodes[key] = self._make(ctx, ast, key, tuple(nodes[raw.ast_id(ctx, k)] for k in kids))
-        return nodes[raw.ast_id(ctx, root)]
+            nodes[key] = self._make(ctx, ast, key, kind, tuple(nodes[k] for k in kid_ids))
+        return nodes[ast_id(ctx, root)]
 
-    def _make(self, ctx: Any, ast: Any, key: int, args: tuple[Node, ...]) -> Node:
-        ast_kind = raw.ast_kind(ctx, ast)
+    def _make(self, ctx: int, ast: int, key: int, ast_kind: int, args: tuple[Node, ...]) -> Node:
         if ast_kind not in (_APP, _NUMERAL):
-            return Node(key, None, 0, (), text=z3.Z3_ast_to_string(ctx, ast))
-        sort = raw.sort(ctx, ast)
-        size = raw.bv_size(ctx, sort) if raw.sort_kind(ctx, sort) == _BV_SORT else 0
-        decl = raw.app_decl(ctx, ast)
-        kind = raw.decl_kind(ctx, decl)
-        if ast_kind == _NUMERAL:
-            return Node(key, kind, size, (), value=int(raw.numeral_string(ctx, ast)))
-        decl_key = raw.ast_id(ctx, decl)
-        known = self._decls.get(decl_key)
+            return Node(key, None, 0, (), text=_C.ast_to_string(ctx, ast).decode())
+        sort = _C.sort(ctx, ast)
+        size = self._widths.get(sort)
+        if size is None:
+            size = self._widths[sort] = _C.bv_size(ctx, sort) if _C.sort_kind(ctx, sort) == _BV_SORT else 0
+        decl = _C.app_decl(ctx, ast)
+        known = self._decls.get(decl)
         if known is None:
-            # Name and integer parameters, once per declaration (a term's
-            # thousands of additions share one): the name is a string the
-            # checked wrapper converts, the costliest read of a node.
-            name = raw.symbol_string(ctx, raw.decl_name(ctx, decl))
+            name = _C.symbol_string(ctx, _C.decl_name(ctx, decl)).decode()
             params = tuple(
-                raw.int_param(ctx, decl, i)
-                for i in range(raw.num_params(ctx, decl))
-                if raw.param_kind(ctx, decl, i) == _INT_PARAMETER
+                _C.int_param(ctx, decl, i)
+                for i in range(_C.num_params(ctx, decl))
+                if _C.param_kind(ctx, decl, i) == _INT_PARAMETER
             )
-            known = self._decls[decl_key] = (name, params)
-        return Node(key, kind, size, args, name=known[0], params=known[1])
+            known = self._decls[decl] = (_C.decl_kind(ctx, decl), name, params)
+        kind, name, params = known
+        if ast_kind == _NUMERAL:
+            return Node(key, kind, size, (), value=int(_C.numeral_string(ctx, ast)))
+        return Node(key, kind, size, args, name=name, params=params)
+
+
+def shared(snapshot: Snapshot | None, limit: int = SHARED_NODES) -> Snapshot:
+    """``snapshot`` again while it holds fewer than ``limit`` nodes, else a
+    new one. The kernels of one file share most of their terms (the thread
+    index, the parameters, the address arithmetic), and Z3 builds each
+    distinct term once: a command that prints them in turn reads those
+    terms once, and its memory stays bounded by ``limit``."""
+    if snapshot is None or len(snapshot) >= limit:
+        return Snapshot()
+    return snapshot
