@@ -229,3 +229,166 @@ def test_a_product_two_sums_read_is_pinned_or_its_loads_stay() -> None:
             result = launch(module, "shared_product", grid, block, [data.copy(), np.zeros(99, np.float32)])
             outs.append(result.buffers[1])
         assert np.count_nonzero(outs[0]) > 90 and outs[0].tobytes() == outs[1].tobytes(), (grid, block)
+
+
+CALLED = """\
+.version 9.0
+.target sm_90
+.address_size 64
+
+.func  (.param .b32 func_retval0) cross(
+	.param .b32 cross_param_0,
+	.param .b32 cross_param_1,
+	.param .b32 cross_param_2,
+	.param .b32 cross_param_3
+)
+{
+	.reg .f32 	%f<8>;
+
+	ld.param.f32 	%f1, [cross_param_0];
+	ld.param.f32 	%f2, [cross_param_1];
+	ld.param.f32 	%f3, [cross_param_2];
+	ld.param.f32 	%f4, [cross_param_3];
+	mul.f32 	%f5, %f1, %f2;
+	mul.f32 	%f6, %f3, %f4;
+	sub.f32 	%f7, %f5, %f6;
+	st.param.f32 	[func_retval0+0], %f7;
+	ret;
+}
+
+.func  (.param .b32 func_retval0) outer(
+	.param .b32 outer_param_0
+)
+{
+	.reg .f32 	%f<3>;
+
+	ld.param.f32 	%f1, [outer_param_0];
+	{
+	.param .b32 param0;
+	st.param.f32 	[param0+0], %f1;
+	.param .b32 param1;
+	st.param.f32 	[param1+0], %f1;
+	.param .b32 param2;
+	st.param.f32 	[param2+0], %f1;
+	.param .b32 param3;
+	st.param.f32 	[param3+0], %f1;
+	.param .b32 retval0;
+	call.uni (retval0), cross, (param0, param1, param2, param3);
+	ld.param.f32 	%f2, [retval0+0];
+	}
+	st.param.f32 	[func_retval0+0], %f2;
+	ret;
+}
+
+.extern .func  (.param .b32 func_retval0) elsewhere(
+	.param .b32 elsewhere_param_0
+)
+;
+
+.visible .entry cross_call(.param .u64 px, .param .u64 py, .param .u64 pout, .param .u32 pn)
+{
+	.reg .pred 	%p<2>;
+	.reg .f32 	%f<8>;
+	.reg .b32 	%r<7>;
+	.reg .b64 	%rd<12>;
+
+	ld.param.u64 	%rd1, [px];
+	ld.param.u64 	%rd2, [py];
+	ld.param.u64 	%rd3, [pout];
+	ld.param.u32 	%r3, [pn];
+	mov.u32 	%r4, %ntid.x;
+	mov.u32 	%r5, %ctaid.x;
+	mov.u32 	%r6, %tid.x;
+	mad.lo.s32 	%r1, %r5, %r4, %r6;
+	add.s32 	%r2, %r1, 1;
+	setp.ge.s32 	%p1, %r2, %r3;
+	@%p1 bra 	$L__BB1_2;
+	cvta.to.global.u64 	%rd4, %rd3;
+	cvta.to.global.u64 	%rd5, %rd1;
+	mul.wide.s32 	%rd6, %r2, 4;
+	add.s64 	%rd7, %rd5, %rd6;
+	cvta.to.global.u64 	%rd8, %rd2;
+	mul.wide.s32 	%rd9, %r1, 4;
+	add.s64 	%rd10, %rd8, %rd9;
+	ld.global.f32 	%f1, [%rd10+4];
+	ld.global.f32 	%f2, [%rd7+-4];
+	ld.global.f32 	%f3, [%rd10];
+	ld.global.f32 	%f4, [%rd7];
+	{
+	.param .b32 param0;
+	st.param.f32 	[param0+0], %f4;
+	.param .b32 param1;
+	st.param.f32 	[param1+0], %f3;
+	.param .b32 param2;
+	st.param.f32 	[param2+0], %f2;
+	.param .b32 param3;
+	st.param.f32 	[param3+0], %f1;
+	.param .b32 retval0;
+	call.uni (retval0), CALLEE, (param0, param1, param2, param3);
+	ld.param.f32 	%f5, [retval0+0];
+	}
+	add.s64 	%rd11, %rd4, %rd9;
+	st.global.f32 	[%rd11], %f5;
+$L__BB1_2:
+	ret;
+}
+"""
+
+
+def _called(callee: str) -> str:
+    text = CALLED.replace("CALLEE", callee)
+    if callee != "cross":  # the other callees take one argument
+        text = text.replace("(param0, param1, param2, param3)", "(param0)")
+    return text
+
+
+def test_calls_that_reach_open_sums_are_found() -> None:
+    """A call reaches open sums when its callee has some, or calls one that
+    has (at any depth); a function declared without a body is compiled
+    apart and reaches none. Each comes with the stores that pass its
+    arguments."""
+    from ptxasw.analysis.contraction import calls_into_sums
+
+    for callee, reaching in (("cross", True), ("outer", True), ("elsewhere", False)):
+        module = parse_ptx(_called(callee), "c.ptx")
+        found = calls_into_sums(module, module.function("cross_call"))
+        if not reaching:
+            assert found == [], callee
+            continue
+        ((call, passing),) = found
+        assert call.opcode == "call" and passing[0] is call
+        stored = sorted(op.name for st in passing[1:] for op in st.operands if isinstance(op, ir.Register))
+        assert stored == (["%f1", "%f2", "%f3", "%f4"] if callee == "cross" else ["%f4"]), callee
+
+
+def test_loads_that_reach_a_device_functions_sums_stay_loads() -> None:
+    """``cross(x[i+1], y[i], x[i], y[i+1])`` with ``a*b - c*d`` in ``cross``:
+    x[i] and y[i+1] are neighbours' loads, but ptxas may inline ``cross`` and
+    fuse the other product once they arrive by shuffle; the sums of device
+    functions are not pinned, so the loads stay (with the call named in the
+    reason). Where ptxas fuses nothing anywhere (``--fmad=false``) they are
+    shuffled."""
+    from ptxasw.synth.detect import Options
+    from ptxasw.synth.synthesize import ShuffleSynthesisPass
+
+    def plan(assemble: object) -> object:
+        module = parse_ptx(_called("cross"), "c.ptx")
+        synthesis = ShuffleSynthesisPass(Options(rounding="ptxas", assemble=assemble))  # type: ignore[arg-type]
+        synthesis.run(module)
+        (found,) = synthesis.plans
+        return found
+
+    def reasons(found: object) -> list[str]:
+        return [v.reason or "" for v in found.verdicts]  # type: ignore[attr-defined]
+
+    alone = plan(None)
+    assert not alone.chosen  # type: ignore[attr-defined]
+    assert sum("reaches a call to cross" in r for r in reasons(alone)) == 2, reasons(alone)
+    assemble = synthesis_assembler(parse_ptx(_called("cross"), "c.ptx"), "ptxas")
+    if assemble is None:
+        pytest.skip("no ptxas")
+    asked = plan(assemble)
+    assert not asked.chosen and sum("reaches a call to cross" in r for r in reasons(asked)) == 2  # type: ignore[attr-defined]
+    real = find_real_ptxas()
+    apart = plan(assembler([str(real), "-arch=sm_90", "--fmad=false"]))
+    assert len(apart.chosen) == 2 and apart.apart  # type: ignore[attr-defined]

@@ -15,18 +15,30 @@ other product and changed the last bit of the result.
 the choice ptxas made (`OpenSum`: products defined once, from registers
 defined once), and the others, which nothing pins.
 `feeding_registers` names the registers whose values flow into a set of
-sums' products.
+sums' products. `calls_into_sums` finds the calls whose callee has open
+sums of its own: ptxas may inline a device function into the kernel, and
+then the kernel's schedule decides there too.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 
+from ptxasw.analysis.inline import call_site
 from ptxasw.ir import isa
-from ptxasw.ir.nodes import Function, Instruction, Register
+from ptxasw.ir.nodes import Address, Alias, Function, Instruction, Module, Register, Symbol
 
-__all__ = ["OpenSum", "SumsFound", "contractible", "feeding_registers", "open_sums", "unrounded_float"]
+__all__ = [
+    "OpenSum",
+    "SumsFound",
+    "calls_into_sums",
+    "contractible",
+    "feeding_registers",
+    "open_sums",
+    "unrounded_float",
+]
 
 _FLOATS = frozenset({".f32", ".f64"})
 
@@ -158,3 +170,58 @@ def feeding_registers(
             for writer in writers.get(name, ()):
                 work.extend(reg.name for reg in isa.uses(writer))
     return feeding
+
+
+def calls_into_sums(module: Module, fn: Function) -> list[tuple[Instruction, list[Instruction]]]:
+    """The calls of ``fn`` that reach open sums (`open_sums`) in a device
+    function of ``module``: its callee has some, or calls one that has, at
+    any depth; an indirect call, when any function of the module has them.
+    Each comes with what passes it its arguments: the ``st.param`` to its
+    argument names (by name, so a store to another call's ``param0`` counts
+    too) and the call itself (register arguments), as the "products" of
+    `feeding_registers`. A function declared without a body (another
+    compilation unit, ``-rdc``) is compiled apart from the kernel and
+    reaches none."""
+    bodies = {f.name: f for f in module.functions if f.body is not None and not f.is_kernel}
+    aliases = {item.alias: item.target for item in module.items if isinstance(item, Alias)}
+    reaches: dict[str, bool] = {}
+
+    def reaching(name: str, stack: tuple[str, ...] = ()) -> bool:
+        name = aliases.get(name, name)
+        known = reaches.get(name)
+        if known is not None:
+            return known
+        callee = bodies.get(name)
+        if callee is None or name in stack:
+            return False
+        found = bool(open_sums(callee)) or any(
+            _reaches(call, lambda n: reaching(n, (*stack, name)), bodies)
+            for call in callee.instructions()
+            if isa.is_call(call)
+        )
+        reaches[name] = found
+        return found
+
+    calls = [inst for inst in fn.instructions() if isa.is_call(inst)]
+    reaching_calls = [c for c in calls if _reaches(c, reaching, bodies)]
+    if not reaching_calls:
+        return []
+    passing = [inst for inst in fn.instructions() if isa.is_store(inst) and isa.state_space(inst) == ".param"]
+    out = []
+    for call in reaching_calls:
+        names = {a.name for a in call_site(call).args if isinstance(a, Symbol)}
+        stores = [st for st in passing if _stored_param(st) in names]
+        out.append((call, [call, *stores]))
+    return out
+
+
+def _reaches(call: Instruction, reaching: Callable[[str], bool], bodies: dict[str, Function]) -> bool:
+    callee = call_site(call).callee
+    if isinstance(callee, Symbol):
+        return reaching(callee.name)
+    return any(reaching(name) for name in bodies)  # through a register: any function
+
+
+def _stored_param(store: Instruction) -> str | None:
+    address = next((op for op in store.operands if isinstance(op, Address)), None)
+    return address.base.name if address is not None and isinstance(address.base, Symbol) else None

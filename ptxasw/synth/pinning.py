@@ -197,15 +197,22 @@ def round_apart(builder: FunctionBuilder) -> None:
             builder.replace(inst, [dataclasses.replace(new, loc=inst.loc)])
 
 
-def fuses_nothing(module: ir.Module, fn: ir.Function, assemble: Assemble) -> bool:
+def fuses_nothing(
+    module: ir.Module, fn: ir.Function, assemble: Assemble, device_functions: bool = False
+) -> bool:
     """Whether ptxas fuses no product of ``fn`` (``-G``, ``--fmad=false``, or
-    none it would): the module with `round_apart` applied to ``fn``
+    none it would): the module with `round_apart` applied to ``fn`` (and,
+    with ``device_functions``, to every device function defined beside it)
     assembles to the same bytes as the module."""
     scope, base = _asked(module, fn, assemble)
     if base is None:
         return False
     trial_fn, trial, _ = copy_function(scope, fn)
     round_apart(FunctionBuilder(trial_fn, trial))
+    if device_functions:
+        for other in [f for f in trial.functions if f.body is not None and not f.is_kernel]:
+            copy, trial, _ = copy_function(trial, other)
+            round_apart(FunctionBuilder(copy, trial))
     return assemble(print_module(trial)) == base
 
 

@@ -23,7 +23,8 @@ import time
 from typing import Any
 
 from ptxasw import ir
-from ptxasw.analysis.contraction import feeding_registers, open_sums
+from ptxasw.analysis.contraction import calls_into_sums, feeding_registers, open_sums
+from ptxasw.analysis.inline import call_site
 from ptxasw.driver.deadline import Deadline
 from ptxasw.driver.pipeline import FunctionPass, PassResult
 from ptxasw.emulator.symbolic.executor import Budget
@@ -114,15 +115,18 @@ def _keep_paying(plan: KernelPlan, options: Options) -> None:
 
 def _keep_rounding(module: ir.Module, fn: ir.Function, plan: KernelPlan, options: Options) -> None:
     """Keep the original build's rounding (`ptxasw.synth.pinning`): where
-    ptxas fuses nothing in ``fn``, say so (``plan.apart``); else record in
-    ``plan.pins`` the open sums of ``fn`` settled to ptxas's choice, and
-    block the loads whose values flow into a sum that could not be settled
-    or pinned (with ``assemble`` missing, every open sum). Called before
+    ptxas fuses nothing in ``fn`` (nor in the device functions it calls into
+    open sums), say so (``plan.apart``); else record in ``plan.pins`` the
+    open sums of ``fn`` settled to ptxas's choice, and block the loads whose
+    values flow into a sum that could not be settled or pinned (with
+    ``assemble`` missing, every open sum), or into a call whose callee has
+    open sums (ptxas may inline it; its sums are not pinned). Called before
     ``fn`` is edited: the choices are those of the module as it stands."""
     found = open_sums(fn)
-    if not found:
+    calls = calls_into_sums(module, fn)
+    if not found and not calls:
         return
-    if options.assemble is not None and fuses_nothing(module, fn, options.assemble):
+    if options.assemble is not None and fuses_nothing(module, fn, options.assemble, bool(calls)):
         plan.apart = True  # -G, --fmad=false: nothing to pin, nothing to refuse
         return
     settled = {}
@@ -134,13 +138,23 @@ def _keep_rounding(module: ir.Module, fn: ir.Function, plan: KernelPlan, options
         for k, s in enumerate(found.pinnable)
         if k not in settled
     ]
-    feeding = feeding_registers(fn, unpinned + found.other)
+    feeding = feeding_registers(fn, unpinned + found.other + calls)
     why = "no ptxas to ask" if options.assemble is None else "ptxas's choice was not found"
     for v in plan.chosen:
         dst = v.load.operands[0] if v.load.operands else None
         total = feeding.get(dst.name) if isinstance(dst, ir.Register) else None
-        if total is not None:
-            line = f" at line {total.loc.line}" if total.loc.line else ""
+        if total is None:
+            continue
+        line = f" at line {total.loc.line}" if total.loc.line else ""
+        if isa.is_call(total):
+            callee = call_site(total).callee
+            name = callee.name if isinstance(callee, ir.Symbol) else "a function by address"
+            v.block(
+                f"rounding: the value reaches a call to {name}{line}, where ptxas may fuse products "
+                "either way (sums of device functions are not pinned; a rewrite may change the choice "
+                "and the last bits)"
+            )
+        else:
             v.block(
                 f"rounding: the value reaches a sum{line} whose products ptxas may fuse either way "
                 f"({why}; a rewrite may change its choice and the last bits)"
