@@ -145,7 +145,7 @@ def measure(path: Path) -> dict[str, object]:
 
 
 def default_files(top: int, large: bool, max_mb: float) -> list[Path]:
-    from benchmarks.gen_large_ptx import generate, replicate
+    from benchmarks.gen_large_ptx import generate, replicate, tables
     from tests.corpus.build import build_corpus
 
     cache = Path(os.environ.get("PTXASW_CORPUS_CACHE", Path(tempfile.gettempdir()) / "ptxasw-corpus"))
@@ -161,6 +161,10 @@ def default_files(top: int, large: bool, max_mb: float) -> list[Path]:
         if not big.exists():
             generate(big)
         chosen.insert(0, big)
+        lookup = cache / "tables_1mb.ptx"
+        if not lookup.exists():
+            tables(lookup)
+        chosen.insert(1, lookup)
         for mb in GENERATED_MB:
             if mb > max_mb:
                 continue

@@ -463,3 +463,47 @@ def test_one_token_instructions_equal_the_full_grammar() -> None:
     slow = body_of("\n".join(line.replace(";", " /* slow */ ;", 1) for line in lines))
     assert fast == slow
     assert [i.loc.col for i in fast if isinstance(i, ir.Instruction)][:2] == [7, 6]
+
+
+def _table_module(table: str) -> str:
+    header = ".version 8.0\n.target sm_80\n.address_size 64\n"
+    return header + table + "\n.visible .entry k() { bogus %r1; }\n"
+
+
+def test_literal_tables_parse_as_their_items() -> None:
+    """A brace list of plain integers or hexadecimal floats (a table's bytes
+    or coefficients) is lexed as one token; its items are the literals as
+    written, nested lists too, and the lines after a table that spans
+    several keep their numbers."""
+    text = _table_module(
+        ".global .align 4 .b8 t[8] = {0, 1, 0x10, 255,\n   7, 8U, 0b101, 017};\n"
+        ".global .u32 q[2][2] = {{1, 2},\n {3, 4}};\n"
+        ".global .u32 mixed[3] = {1, -2, 2+3};\n"
+        ".global .f64 c[2] = {0d3FF0000000000000, 0D4000000000000000};"
+    )
+    with pytest.raises(PtxSyntaxError) as err:
+        parse_ptx(text, "t.ptx")
+    assert str(err.value).startswith("t.ptx:10:23: unknown instruction 'bogus'")
+    module = parse_ptx(text.replace("bogus %r1;", "ret;"), "t.ptx")
+    inits = {n.name: n.init for it in module.items if isinstance(it, ir.VarDecl) for n in it.names}
+    assert [(i.value, i.text) for i in inits["t"]] == [  # type: ignore[union-attr]
+        (0, "0"),
+        (1, "1"),
+        (16, "0x10"),
+        (255, "255"),
+        (7, "7"),
+        (8, "8U"),
+        (5, "0b101"),
+        (15, "017"),
+    ]
+    assert [[i.value for i in row] for row in inits["q"]] == [[1, 2], [3, 4]]  # type: ignore[union-attr]
+    assert isinstance(inits["mixed"][2], ir.BinaryExpr)  # type: ignore[index]
+    assert inits["c"] == [ir.FloatImm("d", "0d3FF0000000000000"), ir.FloatImm("d", "0D4000000000000000")]
+    assert "t[8] = {0, 1, 0x10, 255, 7, 8U, 0b101, 017};" in print_module(module)
+
+
+def test_a_bad_integer_in_a_table_is_located_at_the_literal() -> None:
+    text = _table_module(".global .b8 t[3] = {1,\n 2,\n 3};\n.global .b8 u[2] = {1, 09};")
+    with pytest.raises(PtxSyntaxError) as err:
+        parse_ptx(text, "t.ptx")
+    assert str(err.value).startswith("t.ptx:7:24: bad integer '09'")

@@ -25,7 +25,7 @@ from ptxasw import ir
 from ptxasw.errors import PtxError, PtxSyntaxError
 from ptxasw.ir import isa
 from ptxasw.ir.printer import format_expr
-from ptxasw.parser.lexer import SIMPLE_INSTRUCTION, SIMPLE_OPERAND, LexError, PtxLexer
+from ptxasw.parser.lexer import INIT_LITERAL, SIMPLE_INSTRUCTION, SIMPLE_OPERAND, LexError, PtxLexer
 from ptxasw.parser.outline import select_kernels
 
 GRAMMAR_PATH = Path(__file__).with_name("ptx.lark")
@@ -50,6 +50,7 @@ PRECEDENCE = {
 
 # Token kinds whose operand depends only on the text (and the declared names):
 # built once per parse and shared.
+_INIT_LITERAL = re.compile(INIT_LITERAL)
 _CACHED_KINDS = frozenset({"REG", "IDENT", "INT", "HEX_FLOAT", "DEC_FLOAT"})
 
 
@@ -415,6 +416,21 @@ class _ToIR(Transformer):  # type: ignore[type-arg]
 
     def init_list(self, children: list[Any]) -> ir.Initializer:
         return [c for c in children if c is not None]
+
+    def init_literals(self, children: list[Any]) -> ir.Initializer:
+        """The items of an INIT_LITERALS token, as `init_list` gives them."""
+        cache = self.operand_cache
+        items: list[ir.Initializer] = []
+        for text in _INIT_LITERAL.findall(children[0]):
+            value = cache.get(text)
+            if value is None:
+                if text[:2] in ("0f", "0F", "0d", "0D"):
+                    value = ir.FloatImm("f" if text[1] in "fF" else "d", text)
+                else:
+                    value = ir.IntImm(parse_int(text), text)
+                cache[text] = value
+            items.append(value)
+        return items
 
     def sampler_field(self, children: list[Any]) -> ir.SamplerField:
         return ir.SamplerField(str(children[0]), str(children[1]))

@@ -65,6 +65,18 @@ _MNEMONIC = r"[a-z][a-z0-9_]*(?:\.[A-Za-z0-9_]+(?:::[A-Za-z0-9_]+)*)*"
 _GUARD = r"@[ \t]*!?[ \t]*[%A-Za-z_$][A-Za-z0-9_$]*"
 SIMPLE_INSTRUCTION = re.compile(rf"(?:({_GUARD})[ \t]+)?({_MNEMONIC})(?:[ \t]+({_RUN}))?[ \t]*;")
 
+# A brace list of plain literals, integers or hexadecimal floats (a table's
+# bytes or coefficients), newlines and all: one INIT_LITERALS token instead
+# of two per item. Octal-looking decimals (``09``) are left to the slow
+# path, which reports them at the literal.
+INIT_LITERAL = (
+    r"(?:0[fF][0-9A-Fa-f]{8}|0[dD][0-9A-Fa-f]{16}"
+    r"|0[xX][0-9A-Fa-f]+U?|0[bB][01]+U?|0[0-7]*U?|[1-9][0-9]*U?)(?![0-9A-Za-z_.$])"
+)
+_INIT_LITERALS = re.compile(
+    rf"\{{[ \t\r\n]*{INIT_LITERAL}(?:[ \t\r\n]*,[ \t\r\n]*{INIT_LITERAL})*[ \t\r\n]*\}}"
+)
+
 _BINOPS = frozenset({"*", "/", "%", "<<", ">>", "<=", ">=", "<", ">", "==", "!=", "&&", "||", "&", "^", "|"})
 _PERF_DIRECTIVES = frozenset(
     {
@@ -175,6 +187,16 @@ class PtxLexer(Lexer):
             elif kind in ("LABEL", "REG", "HEX_FLOAT", "INT", "GUARD", "STRING"):
                 name = kind
             elif value == "{":
+                table = _INIT_LITERALS.match(text, pos) if "INIT_LITERALS" in accepted else None
+                if table is not None:
+                    folded = table.group()
+                    yield Token("INIT_LITERALS", folded, pos, line, col)
+                    newlines = folded.count("\n")
+                    if newlines:
+                        line += newlines
+                        line_start = pos + folded.rindex("\n") + 1
+                    pos = table.end()
+                    continue
                 depth += 1
                 name = self.literal_names[value]
             elif value == "}":

@@ -18,6 +18,7 @@ from typing import Any
 
 from ptxasw import ir
 from ptxasw.emulator.symbolic.executor import Budget, KernelAnalysis, SymbolicExecutor
+from ptxasw.emulator.symbolic.snapshot import Snapshot
 from ptxasw.errors import UnsupportedInstruction
 
 __all__ = ["Skipped", "iter_analyses", "now"]
@@ -46,10 +47,15 @@ class Skipped:
     def complete(self) -> bool:
         return False
 
-    def to_json(self, spaces: Iterable[str] | None = None) -> dict[str, Any]:
+    # ``snapshot``: as `KernelAnalysis`'s; a skipped kernel has no terms to read.
+    def to_json(
+        self, spaces: Iterable[str] | None = None, snapshot: Snapshot | None = None
+    ) -> dict[str, Any]:
         return {"kernel": self.kernel, "status": self.status, "reason": self.reason}
 
-    def format(self, spaces: Iterable[str] | None = None, shared: bool = False) -> str:
+    def format(
+        self, spaces: Iterable[str] | None = None, shared: bool = False, snapshot: Snapshot | None = None
+    ) -> str:
         return f"kernel {self.kernel}: {self.status} ({self.reason})"
 
 
