@@ -392,3 +392,54 @@ def test_loads_that_reach_a_device_functions_sums_stay_loads() -> None:
     real = find_real_ptxas()
     apart = plan(assembler([str(real), "-arch=sm_90", "--fmad=false"]))
     assert len(apart.chosen) == 2 and apart.apart  # type: ignore[attr-defined]
+
+
+def test_the_pinned_text_is_proved_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The shuffles are proved on the text as emitted, pins included: a second
+    proof runs on the rewrite with the pins against the original with the
+    same pins, and where it fails no site is emitted."""
+    from ptxasw.synth import synthesize
+    from ptxasw.synth.detect import Options
+    from ptxasw.synth.synthesize import ShuffleSynthesisPass
+
+    assemble = synthesis_assembler(parse_ptx(SHARED, "s.ptx"), "ptxas")
+    if assemble is None:
+        pytest.skip("no ptxas")
+    proved_texts: list[tuple[str, str]] = []
+    real_prove = synthesize.prove_sites
+
+    def spy(original: object, module: ir.Module, fn: ir.Function, *rest: object) -> object:
+        result = real_prove(original, module, fn, *rest)  # type: ignore[arg-type]
+        proved_texts.append((print_module(module), result.outcomes[0]))
+        return result
+
+    monkeypatch.setattr(synthesize, "prove_sites", spy)
+
+    def plan() -> object:
+        synthesis = ShuffleSynthesisPass(Options(rounding="ptxas", assemble=assemble))
+        synthesis.run(parse_ptx(SHARED, "s.ptx"))
+        (found,) = synthesis.plans
+        return found
+
+    kept = plan()
+    assert len(kept.chosen) == 1 and len(kept.pins) == 2  # type: ignore[attr-defined]
+    (first, ok1), (second, ok2) = proved_texts
+    assert ok1 == ok2 == "proved"
+    assert "fma.rn.f32" not in first and second.count("fma.rn.f32") + second.count("sub.rn.f32") == 2
+    assert "shfl.sync" in first and "shfl.sync" in second
+
+    def refuted(*args: object) -> object:
+        result = real_prove(*args)  # type: ignore[arg-type]
+        if len(proved_texts) == 1:
+            result.outcomes = ["failed: the store at line 24 may differ"] * len(result.outcomes)
+        proved_texts.append(("", result.outcomes[0]))
+        return result
+
+    proved_texts.clear()
+    monkeypatch.setattr(synthesize, "prove_sites", refuted)
+    blocked = plan()
+    assert not blocked.chosen  # type: ignore[attr-defined]
+    assert any(
+        (v.reason or "").startswith("proof with the rounding pinned failed")
+        for v in blocked.verdicts  # type: ignore[attr-defined]
+    )

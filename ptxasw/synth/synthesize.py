@@ -27,7 +27,7 @@ from ptxasw.analysis.contraction import calls_into_sums, feeding_registers, open
 from ptxasw.analysis.inline import call_site
 from ptxasw.driver.deadline import Deadline
 from ptxasw.driver.pipeline import FunctionPass, PassResult
-from ptxasw.emulator.symbolic.executor import Budget
+from ptxasw.emulator.symbolic.executor import Budget, SymbolicExecutor
 from ptxasw.ir import isa
 from ptxasw.ir.builder import AnalysisCache, FunctionBuilder, copy_function
 from ptxasw.synth import tuned
@@ -82,8 +82,45 @@ def plan_kernel(module: ir.Module, fn: ir.Function, options: Options | None = No
             verdict.block("proof did not settle")
     if options.rounding == "ptxas" and plan.chosen:
         _keep_rounding(module, fn, plan, options)
+        _prove_rounded(module, fn, plan, budget, options.solver_timeout_ms)
     plan.seconds = time.perf_counter() - start
     return plan
+
+
+def _prove_rounded(
+    module: ir.Module, fn: ir.Function, plan: KernelPlan, budget: Budget, timeout_ms: int
+) -> None:
+    """Prove the text that is emitted when it carries rounding pins: the
+    proven sites emitted into the original with ``plan``'s pins (or its
+    products rounded apart), against that pinned original. The pins change
+    only sums whose operands the shuffles leave equal, so this holds
+    whenever the first proof did; it is checked rather than trusted. A
+    failure blocks every site (a proof of part of a set is of another text)."""
+    chosen = [v for v in plan.chosen if v.proof == PROVED and v.in_kernel]
+    if not chosen or not (plan.pins or plan.apart):
+        return
+    pinned_fn, pinned_module, memo = copy_function(module, fn)
+    write_rounding(FunctionBuilder(pinned_fn, pinned_module), plan.pins, plan.apart, memo)
+    original = SymbolicExecutor(
+        pinned_module, pinned_fn, budget, merge=False, guard_visible_memory=False
+    ).run()
+    in_pinned = _pointed(chosen, memo)
+    trial_fn, trial_module, trial_memo = copy_function(pinned_module, pinned_fn)
+    sites = emit_shuffles(
+        FunctionBuilder(trial_fn, trial_module),
+        _pointed(in_pinned, trial_memo),
+        "normal",
+        plan.block_shape_known,
+    )
+    loads = [v.load for v in in_pinned]
+    sources = [v.source for v in in_pinned]
+    result = prove_sites(original, trial_module, trial_fn, sites, loads, sources, budget, timeout_ms)
+    failed = next((o for o in result.outcomes if o != PROVED), None)
+    if failed is None:
+        return
+    for v in chosen:
+        v.block(f"proof with the rounding pinned {failed}")
+        v.proof = failed
 
 
 def rewrite_kernel(
