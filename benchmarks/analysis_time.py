@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -218,23 +219,24 @@ def is_stencil(source: str, kernel: str) -> bool:
     return any(k in kernel for k in STENCIL_KERNELS)
 
 
-def file_command(path: Path, rows: list[dict[str, Any]], repeat: int, budget: Budget) -> dict[str, Any]:
+def file_command(path: Path, rows: list[dict[str, Any]], commands: list[float]) -> dict[str, Any]:
     """``ptxasw trace FILE`` (parse, every kernel's analysis and its text)
     against the sum of its kernels' analysis times: the whole command as a
-    user runs it, the file's parse shared by its kernels. Measured right
-    after the file's kernels, in the same state of the process (Z3's term
-    tables grow with every kernel analysed before)."""
+    user runs it, the file's parse shared by its kernels. ``commands``: its
+    wall times, each measured right after a pass over the file's kernels
+    (`measure`), so that a burst of the machine's noise meets both sides
+    alike, in the same state of the process (Z3's term tables grow with
+    every kernel analysed before)."""
     mine = [r for r in rows if r["file"] == path.name]
     # A pass: the r-th run of every kernel. The command is one pass too, so
     # the best pass is what it compares with; the sum of each kernel's best
     # run is faster than any pass (runs of one kernel differ by up to 5x
     # here, with the collector and Z3's term tables), which overstates the
     # command's share on files of many kernels.
-    passes = [sum(r["seconds_all"][i] for r in mine) for i in range(repeat)]
+    passes = [sum(r["seconds_all"][i] for r in mine) for i in range(len(commands))]
     analysis = min(passes)
     fastest = sum(r["seconds"] for r in mine)
-    runs = [command_seconds(path, None, budget.time_s) for _ in range(repeat)]
-    whole = min(w for w, _ in runs)
+    whole = min(commands)
     return {
         "file": path.name,
         "kernels": len(mine),
@@ -244,6 +246,24 @@ def file_command(path: Path, rows: list[dict[str, Any]], repeat: int, budget: Bu
         "analysis_fastest_seconds": fastest,
         "command_ratio_to_fastest": whole / max(fastest, 1e-9),
     }
+
+
+# A file whose kernels analyse in less than this is run more often (at most
+# `MAX_RUNS` times), both its analyses and its commands: the best of three
+# runs of a 30 ms command is at the mercy of one burst of the VM's noise.
+MIN_SECONDS_PER_FILE = 0.5
+MAX_RUNS = 10
+
+
+def runs_for(module: Any, budget: Budget, repeat: int) -> int:
+    """How many runs a file gets, ``repeat`` or more, from a pilot analysis
+    of its kernels (as `timeit`'s autorange does): enough for about
+    `MIN_SECONDS_PER_FILE` of analysis, at most `MAX_RUNS`."""
+    start = time.perf_counter()
+    for fn in module.kernels:
+        analyze_kernel(module, fn.name, budget)
+    pilot = time.perf_counter() - start
+    return max(repeat, min(MAX_RUNS, math.ceil(MIN_SECONDS_PER_FILE / max(pilot, 1e-3))))
 
 
 def measure(
@@ -260,22 +280,27 @@ def measure(
             parse_times.append(time.perf_counter() - start)
         parse = min(parse_times)
         names = demangle([fn.name for fn in module.kernels])
-        for fn in module.kernels:
-            best = None
-            times = []
-            cpu = []
-            for _ in range(repeat):
+        tries = runs_for(module, budget, repeat)
+        kernels = module.kernels
+        times: dict[str, list[float]] = {fn.name: [] for fn in kernels}
+        cpu: dict[str, list[float]] = {fn.name: [] for fn in kernels}
+        results: dict[str, KernelAnalysis] = {}
+        commands: list[float] = []
+        for _ in range(tries):  # a pass over the kernels, then the file's command
+            for fn in kernels:
                 start, start_cpu = time.perf_counter(), time.process_time()
-                result = analyze_kernel(module, fn.name, budget)
-                times.append(time.perf_counter() - start)
-                cpu.append(time.process_time() - start_cpu)
-                best = result
-            assert best is not None
+                results[fn.name] = analyze_kernel(module, fn.name, budget)
+                times[fn.name].append(time.perf_counter() - start)
+                cpu[fn.name].append(time.process_time() - start_cpu)
+            if command:
+                commands.append(command_seconds(path, None, budget.time_s)[0])
+        for fn in kernels:
+            best = results[fn.name]
             loads, stores = best.counts()
             short = names[fn.name]
-            # The command, like the analysis, as the fastest of ``repeat`` runs
+            # The command, like the analysis, as the fastest of ``tries`` runs
             # (Z3's effort varies from run to run with what the process built before).
-            runs = [command_seconds(path, fn.name, budget.time_s) for _ in range(repeat if command else 0)]
+            runs = [command_seconds(path, fn.name, budget.time_s) for _ in range(tries if command else 0)]
             whole = min(w for w, _ in runs) if runs else None
             whole_cpu = min(c for _, c in runs) if runs else None
             render_text, render_json = render_seconds(best)
@@ -291,22 +316,24 @@ def measure(
                     "solver_calls": best.stats.solver_calls,
                     "status": best.status,
                     "reason": best.reason,
-                    "seconds": min(times),
-                    "seconds_all": times,
+                    "seconds": min(times[fn.name]),
+                    "seconds_all": times[fn.name],
                     # CPU time of this process: what the wall time would be on
                     # an idle machine when other jobs share the cores.
-                    "cpu_seconds": min(cpu),
+                    "cpu_seconds": min(cpu[fn.name]),
                     "command_seconds": whole,
-                    "command_ratio": None if whole is None else whole / max(min(times), 1e-9),
+                    "command_ratio": None if whole is None else whole / max(min(times[fn.name]), 1e-9),
                     # The same in CPU seconds of this process, meaningful when
                     # other jobs share the cores (the wall ratio is not then).
                     "command_cpu_seconds": whole_cpu,
-                    "command_cpu_ratio": None if whole_cpu is None else whole_cpu / max(min(cpu), 1e-9),
+                    "command_cpu_ratio": (
+                        None if whole_cpu is None else whole_cpu / max(min(cpu[fn.name]), 1e-9)
+                    ),
                     # The command parses the whole file (all its kernels) before
                     # analysing one: that cost is the file's, not the kernel's.
                     "parse_seconds": parse,
                     "command_ratio_per_kernel": (
-                        None if whole is None else max(whole - parse, 0.0) / max(min(times), 1e-9)
+                        None if whole is None else max(whole - parse, 0.0) / max(min(times[fn.name]), 1e-9)
                     ),
                     "cheap_answers": best.stats.cheap_answers,
                     "render_seconds": render_text,
@@ -315,7 +342,7 @@ def measure(
                 }
             )
         if command:
-            per_file.append(file_command(path, rows, repeat, budget))
+            per_file.append(file_command(path, rows, commands))
     return rows, per_file
 
 
@@ -459,7 +486,13 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("files", nargs="*", type=Path, help="PTX files (default: compile the corpus stencils)")
     ap.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    ap.add_argument("--repeat", type=int, default=3, help="runs per kernel; the fastest is reported")
+    ap.add_argument(
+        "--repeat",
+        type=int,
+        default=3,
+        help="runs per kernel, at least (a file that analyses in under "
+        f"{MIN_SECONDS_PER_FILE} s gets up to {MAX_RUNS}); the fastest is reported",
+    )
     ap.add_argument("--arch", default="sm_80", help="nvcc -arch for the corpus sources")
     ap.add_argument("--time-budget", type=float, default=10.0, help="analysis budget per kernel (s)")
     ap.add_argument("--no-command", action="store_true", help="skip timing the whole trace command")

@@ -383,3 +383,20 @@ def test_called_only_leaves_out_the_debug_sections() -> None:
     assert parse_ptx(kept).kernels == parse_ptx(text).kernels
     named = select_kernels(text, None)
     assert named is not None and ".section\t.debug_info" in named[0]
+
+
+def test_named_finds_the_names_asked_about_as_words_outside_comments() -> None:
+    """`_named` is `_words` asked about a few names (which the outline uses
+    to check what a kept text still names): a name inside a longer word, or
+    only in a comment, is not named; a dotted or bracketed use is."""
+    from ptxasw.parser.outline import _named, _words
+
+    text = (
+        "call.uni (retval0), helper, (param0);\n"
+        "// helper2 and gone only in a comment\n"
+        "mov.u64 %rd1, table; ld.global.u32 %r1, [table+4]; /* gone */\n"
+        "st.global.u32 [%rd2], %r3; cvta.global.u64 %rd3, helper_x;\n"
+    )
+    asked = {"helper", "helper2", "gone", "table", "helper_x", "%rd2", "absent"}
+    assert _named(text, asked) == asked & _words(text) == {"helper", "table", "helper_x", "%rd2"}
+    assert _named(text, set()) == set()

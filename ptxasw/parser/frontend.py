@@ -309,9 +309,10 @@ class _ToIR(Transformer):  # type: ignore[type-arg]
         operands: tuple[ir.Operand, ...] = ()
         if len(children) > 1:
             items = children[1]
-            if isinstance(items, Token):  # the lexer's run of simple operands
-                items = [self._simple_operand(t) for t in SIMPLE_OPERAND.findall(items.value)]
-            operands = tuple(_top_level_operand(c, opcode) for c in items)
+            if isinstance(items, Token):  # the lexer's run of simple operands: each its own top level
+                operands = tuple(self._simple_operand(t) for t in SIMPLE_OPERAND.findall(items.value))
+            else:
+                operands = tuple(_top_level_operand(c, opcode) for c in items)
         for op in operands:
             if isinstance(op, _InvalidAddress):
                 raise PtxSyntaxError(
@@ -340,9 +341,10 @@ class _ToIR(Transformer):  # type: ignore[type-arg]
         guard = self._guard(guard_text) if guard_text else None
         operands: tuple[ir.Operand, ...] = ()
         if run:
-            operands = tuple(
-                _top_level_operand(self._simple_operand(t), opcode) for t in SIMPLE_OPERAND.findall(run)
-            )
+            # A simple operand (register, symbol, literal, [base+offset]) is
+            # already what `_top_level_operand` would make of it.
+            simple = self._simple_operand
+            operands = tuple(simple(t) for t in SIMPLE_OPERAND.findall(run))
         return ir.Instruction(opcode, modifiers, operands, guard, loc)
 
     def _guard(self, text: str) -> ir.Guard:

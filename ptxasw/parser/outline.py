@@ -204,7 +204,7 @@ def select_kernels(
         debug = _debug_sections(text)
     gone = {spans[i].name for i in drop} - {spans[i].name for i in funcs if i not in drop}
     kept = _blank(text, [*(spans[i] for i in sorted(drop)), *debug], headers)
-    if (gone - {h.name for h in headers}) & _words(kept):
+    if _named(kept, gone - {h.name for h in headers}):
         return None
     return kept, defined
 
@@ -234,8 +234,9 @@ def _address_taken(
     names (their address is taken) keep a declaration: their own, which
     leaves ``unkept``, or where they have none apart, their definition's
     header (returned, to be kept by `_blank`)."""
-    named = _words(_blank(text, [spans[i] for i in sorted(drop | unkept)]))
-    still = {spans[i].name for i in unkept} & named
+    if not unkept:
+        return unkept, []
+    still = _named(_blank(text, [spans[i] for i in sorted(drop | unkept)]), {spans[i].name for i in unkept})
     declared = {spans[i].name for i in unkept if not spans[i].defined and spans[i].name in still}
     headers: dict[str, KernelSpan] = {}
     for i in sorted(unkept):
@@ -277,6 +278,18 @@ def _words(text: str) -> set[str]:
     """The identifiers ``text`` names outside comments (nvcc's ``// .globl
     NAME`` lines name every kernel)."""
     return set(_IDENTIFIER.findall(_COMMENT.sub(" ", text)))
+
+
+def _named(text: str, names: set[str]) -> set[str]:
+    """Which of ``names`` ``text`` names outside comments: `_words` asked
+    about a few names only, without collecting every identifier of a large
+    file. A name right after a digit counts (where `_words` would see one
+    identifier or none): a name too many only makes the caller careful."""
+    if not names:
+        return set()
+    alternatives = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+    pattern = re.compile(rf"(?<![A-Za-z_$%])(?:{alternatives})(?![\w$])")
+    return set(pattern.findall(_COMMENT.sub(" ", text)))
 
 
 _IDENTIFIER = re.compile(_IDENTIFIER_TEXT)
