@@ -21,7 +21,7 @@ def test_nodes_agree_with_z3py() -> None:
     while stack:
         node, e = stack.pop()
         seen += 1
-        assert node.id == e.get_id()
+        assert node.id == e.as_ast().value  # the address: its identity while it lives
         assert node.kind == e.decl().kind()
         assert node.size == (e.size() if z3.is_bv(e) else 0)
         assert node.is_const == z3.is_const(e)
@@ -133,6 +133,7 @@ def test_declarations_and_sorts_are_read_once_per_snapshot() -> None:
     assert all(n.size == 8 and n.args[0].size == 16 for n in nodes)
     assert [n.args[0].name for n in nodes] == [f"x{i}" for i in range(5)]
     assert len(snap._decls) == 6  # one extract, five constants
+    assert {d[3] for d in snap._decls.values()} == {8, 16}  # the width comes with the declaration
 
 
 def test_a_snapshot_shared_by_printers_prints_what_each_alone_prints() -> None:

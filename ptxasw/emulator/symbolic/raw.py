@@ -115,6 +115,7 @@ by_address = SimpleNamespace(
     ast_id=_by_address(ast_id, _U, _P, _P),
     ast_kind=_by_address(ast_kind, ctypes.c_int, _P, _P),
     app_decl=_by_address(app_decl, _P, _P, _P),
+    decl_range=_by_address(_unchecked(capi.Z3_get_range), _P, _P, _P),
     decl_kind=_by_address(decl_kind, ctypes.c_int, _P, _P),
     num_args=_by_address(num_args, _U, _P, _P),
     app_arg=_by_address(app_arg, _P, _P, _P, _U),

@@ -4,13 +4,14 @@ Each z3py accessor (``e.children()``, ``z3.is_bv_value(e)``, ``e.decl().kind()``
 builds wrapper objects and makes two or more foreign calls; a printer that
 asks a dozen such questions per subterm spends more time in them than the
 executor spent building the terms. A `Snapshot` reads every distinct subterm
-once through Z3's C API (id, kind, sort width, arguments, name, value) into
-a `Node`, and what walks the nodes afterwards is plain Python.
+once through Z3's C API (kind, sort width, arguments, name, value) into a
+`Node`, and what walks the nodes afterwards is plain Python.
 
-Nodes are memoised by Z3's AST id, which Z3 reuses once a term is
-collected: a snapshot therefore keeps every root it was given alive for as
-long as it lives, and its nodes hold no Z3 objects of their own (the
-subterms are owned by their roots).
+Nodes are memoised by the term's address: Z3 builds each distinct term
+once, so while a term lives its address is its identity, and it is reused
+once the term is collected. A snapshot therefore keeps every root it was
+given alive for as long as it lives, and its nodes hold no Z3 objects of
+their own (the subterms are owned by their roots).
 """
 
 from __future__ import annotations
@@ -74,16 +75,16 @@ class Snapshot:
         # Python wrapper identity -> node: callers pass the same wrapper
         # objects again and again (a forked flow repeats its parent's
         # accesses). Every wrapper in it is kept alive in `_roots`, so
-        # neither its Python id nor its term's Z3 id can be reused.
+        # neither its Python id nor its term's address can be reused.
         self._by_object: dict[int, Node] = {}
         self._roots: list[z3.ExprRef] = []
-        # Declaration address -> (kind, name, integer parameters), and sort
-        # address -> bit-vector width: Z3 builds each distinct declaration
-        # and sort once, and one lives as long as a term that applies or has
-        # it, which `_roots` keeps alive; so the address stays theirs, and a
-        # term's thousands of additions ask one question instead of four.
-        self._decls: dict[int, tuple[int, str, tuple[int, ...]]] = {}
-        self._widths: dict[int, int] = {}
+        # Declaration address -> (kind, name, integer parameters, width of
+        # its range): Z3 builds each distinct declaration once (``bvadd`` of
+        # 32 bits is another than of 64), and one lives as long as a term
+        # that applies it, which `_roots` keeps alive; so the address stays
+        # its own, and a term's thousands of additions ask one question
+        # instead of seven.
+        self._decls: dict[int, tuple[int, str, tuple[int, ...], int]] = {}
 
     def __len__(self) -> int:
         return len(self._nodes)
@@ -92,11 +93,10 @@ class Snapshot:
         hit = self._by_object.get(id(e))
         if hit is not None:
             return hit
-        ctx = e.ctx_ref().value
         root = e.as_ast().value
-        hit = self._nodes.get(_C.ast_id(ctx, root))
+        hit = self._nodes.get(root)
         if hit is None:
-            hit = self._read(ctx, root)
+            hit = self._read(e.ctx_ref().value, root)
         self._roots.append(e)
         self._by_object[id(e)] = hit
         return hit
@@ -104,44 +104,31 @@ class Snapshot:
     def _read(self, ctx: int, root: int) -> Node:
         """Read ``root`` and its unread subterms, children first, from an
         explicit stack (kernels build chains thousands of terms deep). Every
-        AST is an address (`raw.by_address`); each is asked its id and its
-        kind once."""
+        AST is an address (`raw.by_address`), which is also its key; each
+        is asked its kind once."""
         nodes = self._nodes
-        ast_id, ast_kind, num_args, app_arg = _C.ast_id, _C.ast_kind, _C.num_args, _C.app_arg
-        # (address, id, kind, argument ids or None before they were read)
-        stack: list[tuple[int, int, int, list[int] | None]] = [
-            (root, ast_id(ctx, root), ast_kind(ctx, root), None)
-        ]
+        ast_kind, num_args, app_arg = _C.ast_kind, _C.num_args, _C.app_arg
+        # (address, kind, argument addresses or None before they were read)
+        stack: list[tuple[int, int, list[int] | None]] = [(root, ast_kind(ctx, root), None)]
         while stack:
-            ast, key, kind, kid_ids = stack[-1]
-            if key in nodes:
+            ast, kind, kids = stack[-1]
+            if ast in nodes:
                 stack.pop()
                 continue
-            if kid_ids is None:
-                kid_ids = []
-                if kind == _APP:
-                    pending = []
-                    for i in range(num_args(ctx, ast)):
-                        kid = app_arg(ctx, ast, i)
-                        kid_id = ast_id(ctx, kid)
-                        kid_ids.append(kid_id)
-                        if kid_id not in nodes:
-                            pending.append((kid, kid_id, ast_kind(ctx, kid), None))
-                    stack[-1] = (ast, key, kind, kid_ids)
-                    if pending:
-                        stack.extend(reversed(pending))
-                        continue
+            if kids is None:
+                kids = [app_arg(ctx, ast, i) for i in range(num_args(ctx, ast))] if kind == _APP else []
+                pending = [(kid, ast_kind(ctx, kid), None) for kid in kids if kid not in nodes]
+                stack[-1] = (ast, kind, kids)
+                if pending:
+                    stack.extend(reversed(pending))
+                    continue
             stack.pop()
-            nodes[key] = self._make(ctx, ast, key, kind, tuple(nodes[k] for k in kid_ids))
-        return nodes[ast_id(ctx, root)]
+            nodes[ast] = self._make(ctx, ast, kind, tuple(nodes[k] for k in kids))
+        return nodes[root]
 
-    def _make(self, ctx: int, ast: int, key: int, ast_kind: int, args: tuple[Node, ...]) -> Node:
+    def _make(self, ctx: int, ast: int, ast_kind: int, args: tuple[Node, ...]) -> Node:
         if ast_kind not in (_APP, _NUMERAL):
-            return Node(key, None, 0, (), text=_C.ast_to_string(ctx, ast).decode())
-        sort = _C.sort(ctx, ast)
-        size = self._widths.get(sort)
-        if size is None:
-            size = self._widths[sort] = _C.bv_size(ctx, sort) if _C.sort_kind(ctx, sort) == _BV_SORT else 0
+            return Node(ast, None, 0, (), text=_C.ast_to_string(ctx, ast).decode())
         decl = _C.app_decl(ctx, ast)
         known = self._decls.get(decl)
         if known is None:
@@ -151,11 +138,13 @@ class Snapshot:
                 for i in range(_C.num_params(ctx, decl))
                 if _C.param_kind(ctx, decl, i) == _INT_PARAMETER
             )
-            known = self._decls[decl] = (_C.decl_kind(ctx, decl), name, params)
-        kind, name, params = known
+            sort = _C.decl_range(ctx, decl)
+            width = _C.bv_size(ctx, sort) if _C.sort_kind(ctx, sort) == _BV_SORT else 0
+            known = self._decls[decl] = (_C.decl_kind(ctx, decl), name, params, width)
+        kind, name, params, width = known
         if ast_kind == _NUMERAL:
-            return Node(key, kind, size, (), value=int(_C.numeral_string(ctx, ast)))
-        return Node(key, kind, size, args, name=name, params=params)
+            return Node(ast, kind, width, (), value=int(_C.numeral_string(ctx, ast)))
+        return Node(ast, kind, width, args, name=name, params=params)
 
 
 def shared(snapshot: Snapshot | None, limit: int = SHARED_NODES) -> Snapshot:
