@@ -92,7 +92,7 @@ import os
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import z3
 
@@ -113,11 +113,13 @@ from ptxasw.emulator.symbolic.independence import Symbols, connected, free_liter
 from ptxasw.emulator.symbolic.intervals import decide, normalize_extensions
 from ptxasw.emulator.symbolic.lanes import LaneModel
 from ptxasw.emulator.symbolic.local_search import local_model
-from ptxasw.emulator.symbolic.snapshot import Snapshot
 from ptxasw.errors import UnsupportedInstruction
 from ptxasw.ir import isa
 from ptxasw.ir.builder import register_types
 from ptxasw.ir.layout import var_of
+
+if TYPE_CHECKING:
+    from ptxasw.emulator.symbolic.snapshot import Snapshot
 
 __all__ = [
     "RLIMIT_PER_MS",

@@ -62,8 +62,9 @@ class Printer:
         self.names = names or {}
         self.max_len = max_len
         self.share_min = share_min
-        # Keeps every term given alive, so ids stay theirs; may be shared
-        # with the printers of other kernels (`snapshot.shared`).
+        # Keeps every term given alive, so their addresses (the nodes' ids)
+        # stay theirs; may be shared with the printers of other kernels
+        # (`snapshot.shared`).
         self._snapshot = snapshot if snapshot is not None else Snapshot()
         self._text: dict[int, str] = {}
         self._negated: dict[int, str] = {}
