@@ -87,6 +87,12 @@ _PERF_DIRECTIVES = frozenset(
 )  # fmt: skip
 
 
+def _past_newlines(lexeme: str, pos: int, line: int) -> tuple[int, int]:
+    """The line number and the offset of the line's start after ``lexeme``,
+    which starts at ``pos`` on ``line`` and holds a newline."""
+    return line + lexeme.count("\n"), pos + lexeme.rindex("\n") + 1
+
+
 class LexError(Exception):
     """A character that starts no PTX token."""
 
@@ -163,10 +169,8 @@ class PtxLexer(Lexer):
             if whole_line and depth == 0 and self.on_comment is not None:
                 self.on_comment(Token("COMMENT", value, pos, line, pos - line_start + 1))
             if kind == "WS" or kind == "COMMENT":
-                newlines = value.count("\n")
-                if newlines:
-                    line += newlines
-                    line_start = pos + value.rindex("\n") + 1
+                if "\n" in value:
+                    line, line_start = _past_newlines(value, pos, line)
                 pos = m.end()
                 continue
             col = pos - line_start + 1
@@ -191,10 +195,8 @@ class PtxLexer(Lexer):
                 if table is not None:
                     folded = table.group()
                     yield Token("INIT_LITERALS", folded, pos, line, col)
-                    newlines = folded.count("\n")
-                    if newlines:
-                        line += newlines
-                        line_start = pos + folded.rindex("\n") + 1
+                    if "\n" in folded:
+                        line, line_start = _past_newlines(folded, pos, line)
                     pos = table.end()
                     continue
                 depth += 1

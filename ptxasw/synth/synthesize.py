@@ -105,13 +105,8 @@ def _prove_rounded(
         pinned_module, pinned_fn, budget, merge=False, guard_visible_memory=False
     ).run()
     in_pinned = _pointed(chosen, memo)
-    trial_fn, trial_module, trial_memo = copy_function(pinned_module, pinned_fn)
-    sites = emit_shuffles(
-        FunctionBuilder(trial_fn, trial_module),
-        _pointed(in_pinned, trial_memo),
-        "normal",
-        plan.block_shape_known,
-    )
+    trial_fn, trial_module, mapped = _copy_with(pinned_module, pinned_fn, in_pinned)
+    sites = emit_shuffles(FunctionBuilder(trial_fn, trial_module), mapped, "normal", plan.block_shape_known)
     loads = [v.load for v in in_pinned]
     sources = [v.source for v in in_pinned]
     result = prove_sites(original, trial_module, trial_fn, sites, loads, sources, budget, timeout_ms)
