@@ -176,7 +176,9 @@ class _Pair:
 
 
 class _Detector:
-    def __init__(self, module: ir.Module, fn: ir.Function, options: Options) -> None:
+    def __init__(self, module: ir.Module, fn: ir.Function, options: Options, *, merge: bool) -> None:
+        """``merge``: flows that meet in the same state go on as one (see
+        `detect_kernel` for when that is enough)."""
         self.module = module
         self.fn = fn
         self.options = options
@@ -187,7 +189,7 @@ class _Detector:
         # Loads stay where they are (no if-conversion of regions with global
         # loads): dominance below is read off the analysed code's CFG, and the
         # proof pairs this analysis's flows with the rewrite's.
-        self.executor = SymbolicExecutor(module, fn, budget, merge=False, guard_visible_memory=False)
+        self.executor = SymbolicExecutor(module, fn, budget, merge=merge, guard_visible_memory=False)
         self.analysis = self.executor.run()
         self.cfg: CFG = self.executor.cfg
         self.widths = register_widths(fn)
@@ -599,12 +601,30 @@ def _most_telling(reasons: list[str]) -> str:
     return reasons[0] if reasons else "no neighbour"
 
 
+def _path_by_path(analysis: KernelAnalysis) -> bool:
+    """Whether a run with merging on took every path as a flow of its own,
+    as a run without it does: no flow stopped at a state met before and no
+    two flows were joined."""
+    return analysis.stats.merged == 0 and analysis.stats.joined == 0
+
+
 def detect_kernel(module: ir.Module, fn: ir.Function, options: Options | None = None) -> KernelPlan:
-    """Analyse ``fn`` and decide, load by load, whether a shuffle can replace it."""
+    """Analyse ``fn`` and decide, load by load, whether a shuffle can replace it.
+
+    The first analysis merges flows that meet in the same state, which keeps
+    branchy code (CUB's tile loops and look-backs) to a few flows: a scan
+    kernel of CUB 3.0 ran out of 10 s unmerged and takes 0.9 s merged. Its
+    verdicts stand where no load can be rewritten (a blocked load needs no
+    proof). Otherwise the proof needs flows it can pair path by path with
+    the rewrite's, which a run without merging gives; a merged run that
+    merged nothing already is one."""
     options = options or Options()
     start = time.perf_counter()
-    detector = _Detector(module, fn, options)
+    detector = _Detector(module, fn, options, merge=True)
     verdicts = detector.plan()
+    if any(v.rewritten for v in verdicts) and not _path_by_path(detector.analysis):
+        detector = _Detector(module, fn, options, merge=False)
+        verdicts = detector.plan()
     shape = detector.executor.block_shape
     return KernelPlan(
         kernel=fn.name,

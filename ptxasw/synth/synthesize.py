@@ -252,8 +252,9 @@ class ShuffleSynthesisPass(FunctionPass):
             # No shuffle can pay on this target: the analysis would be wasted.
             return {"kernels": 1, "unprofitable": 1}
         left = self._deadline.left()
-        # Two analyses per round (the original and the rewrite): give each a share.
-        time_s = self.options.time_s if math.isinf(left) else max(0.05, min(self.options.time_s, left / 3))
+        # Up to three analyses (detection's merged screen, the original path by
+        # path, the rewrite) and the pinned text's proof: give each a share.
+        time_s = self.options.time_s if math.isinf(left) else max(0.05, min(self.options.time_s, left / 4))
         options = dataclasses.replace(self.options, time_s=time_s)
         plan = plan_kernel(self._module, fn, options)
         applied = measured is not None and tuned.apply_verdict(measured, self._module, fn, plan)

@@ -136,6 +136,8 @@ CUDA_SOURCES: tuple[SourceSpec, ...] = (
     SourceSpec("adi_solver.cu", "sm_75", ("sm_80",), (_g("sm_80"),)),
     SourceSpec("lbm_d2q9.cu", "sm_75", ("sm_86",), (_g("sm_86"),)),
     SourceSpec("seismic25.cu", "sm_75", ("sm_90",), (_lineinfo("sm_90"),)),
+    # Thrust/CUB template instances (the toolkit's own headers).
+    SourceSpec("thrust_cub.cu", "sm_75", ("sm_75", "sm_90")),
 )
 
 # LLVM 14's NVPTX back end knows sm_20..sm_86 and PTX ISA up to 7.5; ptxas 13

@@ -1008,13 +1008,13 @@ class _Solver:
             typical = self._under_approximations(real, pc, extra, pairs, keep_models, wide)
             if typical:
                 return True
-        if wide is not None:
-            self.stats.solver_calls += 1
-            model = local_model(wide)
-            if model is not None:
-                self.stats.cheap_answers += 1
-                self._keep(model, keep_models)
-                return True
+        # Local search finds a model in a few milliseconds where there is one,
+        # and spends its whole cap (~0.2 s) where there is none. Where every
+        # typical try was refuted the query is mostly unsat (CUB's 64-bit
+        # tile offsets: 29 of 39 searches found nothing), so the cheap
+        # over-approximations go first there.
+        if wide is not None and typical is not False and self._local_model(wide, keep_models):
+            return True
         if pc and not real.flat:  # a slice is already about as small
             self.stats.solver_calls += 1
             if self._unsat_alone(aextra):
@@ -1028,6 +1028,8 @@ class _Solver:
             if not self.fast and self._under_approximations(real, pc, extra, pairs, keep_models):
                 return True
             self.stats.solver_calls += 1
+        if wide is not None and typical is False and self._local_model(wide, keep_models):
+            return True
         # A non-linear query that the cheaper forms left open gets half the
         # effort: with the under- and over-approximations before it, the whole
         # question still costs about one `rlimit`, and what is still open here
@@ -1044,6 +1046,16 @@ class _Solver:
             return False
         self.stats.solver_unknown += 1
         return None
+
+    def _local_model(self, wide: Sequence[z3.BoolRef], keep_models: bool) -> bool:
+        """Whether local search (`local_model`) found a model of ``wide``."""
+        self.stats.solver_calls += 1
+        model = local_model(wide)
+        if model is None:
+            return False
+        self.stats.cheap_answers += 1
+        self._keep(model, keep_models)
+        return True
 
     def _under_approximations(
         self,
