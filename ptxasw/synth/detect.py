@@ -405,7 +405,11 @@ class _Detector:
             if i is None:
                 return _Pair(None, "divergent flow (the source load is not on every path)")
             a, b = flow.trace[i], flow.trace[j]
-            if a.guard is not None:  # may not have run where B does
+            # B may run guarded on this flow (if-converted code, or one side of
+            # a branch that a merged run joined): where it runs is part of its context.
+            guard = [b.guard] if b.guard is not None else []
+            hypotheses = [*self.analysis.assumptions, *flow.condition, *guard]
+            if a.guard is not None and not self._ran_where(a.guard, b.guard, hypotheses):
                 return _Pair(None, "divergent flow (the source load is guarded)")
             if not a.readonly:
                 k = flow.may_alias_store.get(i)
@@ -413,9 +417,6 @@ class _Detector:
                     return _Pair(None, "store in between")
             if a.version != b.version or a.value is None or b.value is None:
                 return _Pair(None, "store in between")
-            # B may run guarded on this flow (if-converted code): where it runs is part of its context.
-            guard = [b.guard] if b.guard is not None else []
-            hypotheses = [*self.analysis.assumptions, *flow.condition, *guard]
             if lanes_may_write(self.prover, flow.trace, i, j, hypotheses, self._constants):
                 return _Pair(None, "store in between (another lane of the warp may write the address)")
             source_terms.add(a.value.get_id())
@@ -432,6 +433,17 @@ class _Detector:
             if needs_no_wrap:
                 assumptions.add(NO_WRAP)
         return _Pair(delta, None, tuple(sorted(assumptions)))
+
+    def _ran_where(
+        self, source_guard: z3.BoolRef, load_guard: z3.BoolRef | None, hypotheses: list[z3.BoolRef]
+    ) -> bool:
+        """Whether a guarded source load ran wherever the load runs: both on
+        the same side of a branch that a merged run joined (``x[i] + x[i+1]``
+        under ``i + 1 < n``) run under that side's condition. An unguarded
+        load may run where the source did not."""
+        if load_guard is None:
+            return False
+        return source_guard.eq(load_guard) or self.prover.proves(hypotheses, source_guard) is True
 
     def _guess_delta(self, a: Access, b: Access) -> int | str:
         """N from two random points (thread ids, block, parameters): (B's
