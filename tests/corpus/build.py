@@ -138,6 +138,8 @@ CUDA_SOURCES: tuple[SourceSpec, ...] = (
     SourceSpec("seismic25.cu", "sm_75", ("sm_90",), (_lineinfo("sm_90"),)),
     # Thrust/CUB template instances (the toolkit's own headers).
     SourceSpec("thrust_cub.cu", "sm_75", ("sm_75", "sm_90")),
+    # libcu++ barriers, pipelines and scoped atomics; cooperative-groups reduce.
+    SourceSpec("libcudacxx.cu", "sm_80", ("sm_80", "sm_90"), (_g("sm_90"),)),
 )
 
 # LLVM 14's NVPTX back end knows sm_20..sm_86 and PTX ISA up to 7.5; ptxas 13
