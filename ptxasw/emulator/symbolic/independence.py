@@ -146,56 +146,93 @@ class Symbols:
     def refined(self, e: z3.ExprRef) -> frozenset[str]:
         """`of`, with each read ``f(base + c)`` at a constant offset of a
         base (`_point`) counted as one symbol of its own, a point (named in
-        `points`), instead of ``f`` and the base's symbols."""
+        `points`), instead of ``f`` and the base's symbols.
 
-        def whole(node: z3.ExprRef) -> frozenset[str] | None:
-            point = self._point(node)
-            if point is not None:
-                return frozenset({point})
-            if not z3.is_app(node) or node.num_args() == 0:
-                return self.of(node)
+        Walks the raw AST (`raw`), as `_applications` does: joined flows
+        make queries of large shared terms (CUB's radix sort spent half its
+        analysis here through z3py's wrappers). A subterm's set is kept
+        with the root it was reached from, which keeps it alive."""
+        table = self._refined
+        ctx = e.ctx.ref()
+        root = e.as_ast()
+        root_key = raw.ast_id(ctx, root)
+        hit = table.get(root_key)
+        if hit is not None:
+            return hit[1]
+        # Post-order without recursion (terms can be thousands deep): a node
+        # is pushed first without its children, then with them.
+        stack: list[tuple[object, int, list[tuple[object, int]] | None]] = [(root, root_key, None)]
+        while stack:
+            node, key, kids = stack.pop()
+            if key in table:
+                continue
+            if kids is None:
+                given = self._whole(e, ctx, node, key)
+                if given is not None:
+                    table[key] = (e, given)
+                    continue
+                kids = [(kid, raw.ast_id(ctx, kid)) for kid in raw.args(ctx, node)]
+                stack.append((node, key, kids))
+                stack.extend((kid, kid_key, None) for kid, kid_key in kids if kid_key not in table)
+                continue
+            decl = raw.app_decl(ctx, node)
+            own = {_name(ctx, decl)} if raw.decl_kind(ctx, decl) == z3.Z3_OP_UNINTERPRETED else set()
+            table[key] = (e, frozenset(own.union(*(table[kid_key][1] for _, kid_key in kids))))
+        return table[root_key][1]
+
+    def _whole(self, e: z3.ExprRef, ctx: object, node: object, key: int) -> frozenset[str] | None:
+        """`refined`'s set of ``node`` (a subterm of ``e``) where it is not
+        made of its children's: a point, or a leaf (`of`)."""
+        kind = raw.ast_kind(ctx, node)
+        if kind == z3.Z3_APP_AST:
+            arity = raw.num_args(ctx, node)
+            if arity == 1:
+                point = self._point(e, ctx, node)
+                if point is not None:
+                    return frozenset({point})
+            if arity:
+                return None
+        hit = self._memo.get(key)
+        return hit[1] if hit is not None else self.of(_expr(node, e))
+
+    def _point(self, e: z3.ExprRef, ctx: object, node: object) -> str | None:
+        """The point's name when ``node`` (an application of one argument,
+        a subterm of ``e``) reads a function at a variable ``&v``, or at a
+        sum with a constant term: ``&v + c``, GCC's soft-stack frame
+        ``load(&__nvptx_stacks + 8*tid.y) + c`` (the base is the sum's other
+        terms, by identity). A read at any other address stays as `of` has it."""
+        decl = raw.app_decl(ctx, node)
+        if raw.decl_kind(ctx, decl) != z3.Z3_OP_UNINTERPRETED:
             return None
-
-        def own(node: z3.ExprRef) -> set[str]:
-            decl = node.decl()
-            return {decl.name()} if decl.kind() == z3.Z3_OP_UNINTERPRETED else set()
-
-        return _bottom_up(e, self._refined, whole, own)
-
-    def _point(self, node: z3.ExprRef) -> str | None:
-        """The point's name when ``node`` reads a function of one argument
-        at a variable ``&v``, or at a sum with a constant term: ``&v + c``,
-        GCC's soft-stack frame ``load(&__nvptx_stacks + 8*tid.y) + c`` (the
-        base is the sum's other terms, by identity). A read at any other
-        address stays as `of` has it."""
-        if not (z3.is_app(node) and node.num_args() == 1):
-            return None
-        decl = node.decl()
-        if decl.kind() != z3.Z3_OP_UNINTERPRETED:
-            return None
-        arg = node.arg(0)
-        if z3.is_app_of(arg, z3.Z3_OP_BADD):
-            terms = arg.children()
-            if not any(z3.is_bv_value(t) for t in terms):
+        arg = raw.app_arg(ctx, node, 0)
+        if raw.operator(ctx, arg) == z3.Z3_OP_BADD:
+            terms = raw.args(ctx, arg)
+            if not any(raw.is_numeral(ctx, t) for t in terms):
                 return None  # no offset: a computed address, as `of` has it
-        elif z3.is_const(arg) and arg.decl().name().startswith("&"):
+        elif (
+            raw.ast_kind(ctx, arg) == z3.Z3_APP_AST
+            and raw.num_args(ctx, arg) == 0
+            and _name(ctx, raw.app_decl(ctx, arg)).startswith("&")
+        ):
             terms = [arg]
         else:
             return None
         offset = 0
         base: list[int] = []
         for term in terms:
-            if z3.is_bv_value(term):
-                offset += term.as_long()
+            value = raw.numeral(ctx, term)
+            if value is not None:
+                offset += value
             else:
-                base.append(term.get_id())
+                base.append(raw.ast_id(ctx, term))
         if not base:
             return None  # a constant address: a point of no base, left to `of`
-        function = decl.name()
+        function = _name(ctx, decl)
         key = ",".join(map(str, base))
-        name = f"{function}[{key}+{offset % (1 << arg.size())}]"
+        name = f"{function}[{key}+{offset % (1 << raw.bv_size(ctx, raw.sort(ctx, arg)))}]"
         self.points.setdefault(name, (function, key))
-        self.read_symbols.setdefault(name, self.of(node))  # what the read names, as `of` has it
+        if name not in self.read_symbols:  # what the read names, as `of` has it
+            self.read_symbols[name] = self.of(_expr(node, e))
         return name
 
     def literal(self, c: z3.BoolRef) -> str | None:
@@ -220,6 +257,16 @@ class Symbols:
             return {name}
 
         return _bottom_up(e, self._memo, whole, own)
+
+
+def _expr(node: object, within: z3.ExprRef) -> z3.ExprRef:
+    """A z3py term for the raw subterm ``node`` of ``within`` (for `Symbols.of`)."""
+    return z3.z3._to_expr_ref(node, within.ctx)
+
+
+def _name(ctx: object, decl: object) -> str:
+    """A declaration's name (its symbol's string) from raw references."""
+    return str(raw.symbol_string(ctx, raw.decl_name(ctx, decl)))
 
 
 def _bottom_up(

@@ -36,6 +36,8 @@ from typing import Any
 
 import z3
 
+from ptxasw.emulator.symbolic import raw
+
 BV = z3.BitVecRef
 
 LANES = 32
@@ -237,13 +239,47 @@ class LaneModel:
         """`_PER_LANE` if ``e`` mentions the thread's ids, `_PER_THREAD` if it
         holds a per-thread unknown (a variable other than the uniform ones, or
         a ``.local`` load). Walks the DAG once per new node, through Z3's C
-        API (the Python wrappers cost ten times more per node)."""
+        API without z3py's error checks (`raw`: the Python wrappers cost ten
+        times more per node)."""
         ctx = e.ctx.ref()
         kinds = self._kinds
         root = e.as_ast()
-        root_id = z3.Z3_get_ast_id(ctx, root)
+        root_id = raw.ast_id(ctx, root)
         if root_id in kinds:
             return kinds[root_id]
+        self._roots.append(e)
+        stack: list[tuple[Any, bool]] = [(root, False)]
+        while stack:
+            node, done = stack.pop()
+            nid = raw.ast_id(ctx, node)
+            if nid in kinds and not done:
+                continue
+            if raw.ast_kind(ctx, node) != z3.Z3_APP_AST:
+                kinds[nid] = 0
+                continue
+            args = raw.args(ctx, node)
+            if not done:
+                stack.append((node, True))
+                stack.extend((a, False) for a in args if raw.ast_id(ctx, a) not in kinds)
+                continue
+            kind = 0
+            for a in args:
+                kind |= kinds[raw.ast_id(ctx, a)]
+            decl = raw.app_decl(ctx, node)
+            if raw.decl_kind(ctx, decl) == z3.Z3_OP_UNINTERPRETED:
+                name = raw.symbol_string(ctx, raw.decl_name(ctx, decl))
+                if not args:
+                    kind |= (
+                        _PER_LANE
+                        if name in _PER_LANE_NAMES
+                        else _PER_THREAD
+                        if _per_thread_variable(name)
+                        else 0
+                    )
+                elif name.startswith(_PER_THREAD_FUNCS):
+                    kind |= _PER_THREAD
+            kinds[nid] = kind
+        return kinds[root_id]
         self._roots.append(e)
         stack: list[tuple[Any, bool]] = [(root, False)]
         while stack:
