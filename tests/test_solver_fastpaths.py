@@ -83,6 +83,26 @@ def test_connected_follows_shared_symbols() -> None:
     assert connected(sym, [z3.BitVecVal(1, 32) == 1], context) == []
 
 
+def test_symbol_sets_name_constants_functions_and_points() -> None:
+    """`of` names every uninterpreted constant and function of a term (a
+    numeral or a quantifier adds nothing); `refined` names a read at a
+    constant offset of a base as a point of its own, and remembers what the
+    read names when points merge again."""
+    x, y = z3.BitVecs("x y", 32)
+    frame = z3.BitVec("&frame", 64)
+    load = z3.Function("load_local_32", z3.BitVecSort(64), z3.BitVecSort(32))
+    g = z3.Function("g", z3.BitVecSort(32), z3.BitVecSort(32))
+    term = z3.And(g(x) + 3 == load(frame + 8), z3.ForAll([y], y != 7))
+    sym = Symbols()
+    assert sym.of(term) == {"g", "x", "load_local_32", "&frame"}
+    assert sym.of(z3.BitVecVal(5, 32) + 1 == 6) == frozenset()
+    (point,) = sym.refined(term) - {"g", "x"}
+    assert point.startswith("load_local_32[") and point.endswith("+8]")
+    assert sym.read_symbols[point] == {"load_local_32", "&frame"}
+    # A read at a computed address is the function and what the address names.
+    assert sym.refined(load(frame + z3.ZeroExt(32, x)) == 0) == {"load_local_32", "&frame", "x"}
+
+
 def test_connected_slices_answer_as_the_whole() -> None:
     """Random satisfiable contexts: the query with its connected conjuncts is
     sat exactly when it is with the whole context."""

@@ -28,12 +28,15 @@ drew in every branch on every counter read at that memory version.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import z3
 
 from ptxasw.emulator.symbolic import raw
 
 __all__ = ["Symbols", "connected", "free_literal"]
+
+_NONE: frozenset[str] = frozenset()
 
 
 class Symbols:
@@ -48,8 +51,6 @@ class Symbols:
         # By Python object: path conditions and axioms are the same objects
         # from query to query, and id() costs less than a Z3 call.
         self._by_object: dict[int, tuple[z3.ExprRef, frozenset[str], str | None]] = {}
-        # Each symbol's term (a constant) or declaration (a function), by name.
-        self.leaves: dict[str, z3.ExprRef | z3.FuncDeclRef] = {}
         self._apps: dict[int, tuple[z3.ExprRef, dict[str, frozenset[int]]]] = {}
         # `refined` sets by term id, and by object for context conjuncts.
         self._refined: dict[int, tuple[z3.ExprRef, frozenset[str]]] = {}
@@ -128,7 +129,7 @@ class Symbols:
                 continue
             decl = raw.app_decl(ctx, node)
             if raw.decl_kind(ctx, decl) == z3.Z3_OP_UNINTERPRETED:
-                name = raw.symbol_string(ctx, raw.decl_name(ctx, decl))
+                name = raw.name(ctx, decl)
                 found.setdefault(name, set()).add(key)
             stack.extend(kids)
         out = {name: frozenset(ids) for name, ids in found.items()}
@@ -148,39 +149,11 @@ class Symbols:
         base (`_point`) counted as one symbol of its own, a point (named in
         `points`), instead of ``f`` and the base's symbols.
 
-        Walks the raw AST (`raw`), as `_applications` does: joined flows
-        make queries of large shared terms (CUB's radix sort spent half its
-        analysis here through z3py's wrappers). A subterm's set is kept
-        with the root it was reached from, which keeps it alive."""
-        table = self._refined
-        ctx = e.ctx.ref()
-        root = e.as_ast()
-        root_key = raw.ast_id(ctx, root)
-        hit = table.get(root_key)
-        if hit is not None:
-            return hit[1]
-        # Post-order without recursion (terms can be thousands deep): a node
-        # is pushed first without its children, then with them.
-        stack: list[tuple[object, int, list[tuple[object, int]] | None]] = [(root, root_key, None)]
-        while stack:
-            node, key, kids = stack.pop()
-            if key in table:
-                continue
-            if kids is None:
-                given = self._whole(e, ctx, node, key)
-                if given is not None:
-                    table[key] = (e, given)
-                    continue
-                kids = [(kid, raw.ast_id(ctx, kid)) for kid in raw.args(ctx, node)]
-                stack.append((node, key, kids))
-                stack.extend((kid, kid_key, None) for kid, kid_key in kids if kid_key not in table)
-                continue
-            decl = raw.app_decl(ctx, node)
-            own = {_name(ctx, decl)} if raw.decl_kind(ctx, decl) == z3.Z3_OP_UNINTERPRETED else set()
-            table[key] = (e, frozenset(own.union(*(table[kid_key][1] for _, kid_key in kids))))
-        return table[root_key][1]
+        Joined flows make queries of large shared terms: CUB's radix sort
+        spent half its analysis here while the walk went through z3py."""
+        return _bottom_up(e, self._refined, self._whole)
 
-    def _whole(self, e: z3.ExprRef, ctx: object, node: object, key: int) -> frozenset[str] | None:
+    def _whole(self, e: z3.ExprRef, ctx: Any, node: Any, key: int) -> frozenset[str] | None:
         """`refined`'s set of ``node`` (a subterm of ``e``) where it is not
         made of its children's: a point, or a leaf (`of`)."""
         kind = raw.ast_kind(ctx, node)
@@ -192,10 +165,15 @@ class Symbols:
                     return frozenset({point})
             if arity:
                 return None
-        hit = self._memo.get(key)
-        return hit[1] if hit is not None else self.of(_expr(node, e))
+            decl = raw.app_decl(ctx, node)  # a constant: itself, if it is a symbol
+            return (
+                frozenset({raw.name(ctx, decl)})
+                if raw.decl_kind(ctx, decl) == z3.Z3_OP_UNINTERPRETED
+                else _NONE
+            )
+        return _NONE
 
-    def _point(self, e: z3.ExprRef, ctx: object, node: object) -> str | None:
+    def _point(self, e: z3.ExprRef, ctx: Any, node: Any) -> str | None:
         """The point's name when ``node`` (an application of one argument,
         a subterm of ``e``) reads a function at a variable ``&v``, or at a
         sum with a constant term: ``&v + c``, GCC's soft-stack frame
@@ -212,7 +190,7 @@ class Symbols:
         elif (
             raw.ast_kind(ctx, arg) == z3.Z3_APP_AST
             and raw.num_args(ctx, arg) == 0
-            and _name(ctx, raw.app_decl(ctx, arg)).startswith("&")
+            and raw.name(ctx, raw.app_decl(ctx, arg)).startswith("&")
         ):
             terms = [arg]
         else:
@@ -227,7 +205,7 @@ class Symbols:
                 base.append(raw.ast_id(ctx, term))
         if not base:
             return None  # a constant address: a point of no base, left to `of`
-        function = _name(ctx, decl)
+        function = raw.name(ctx, decl)
         key = ",".join(map(str, base))
         name = f"{function}[{key}+{offset % (1 << raw.bv_size(ctx, raw.sort(ctx, arg)))}]"
         self.points.setdefault(name, (function, key))
@@ -245,18 +223,14 @@ class Symbols:
         return hit[1]
 
     def of(self, e: z3.ExprRef) -> frozenset[str]:
-        def whole(node: z3.ExprRef) -> frozenset[str] | None:
-            return None if z3.is_app(node) else frozenset()
+        """The names of the uninterpreted constants and functions in ``e``."""
+        return _bottom_up(e, self._memo, _leaf)
 
-        def own(node: z3.ExprRef) -> set[str]:
-            decl = node.decl()
-            if decl.kind() != z3.Z3_OP_UNINTERPRETED:
-                return set()
-            name = decl.name()
-            self.leaves.setdefault(name, node if not node.num_args() else decl)
-            return {name}
 
-        return _bottom_up(e, self._memo, whole, own)
+def _leaf(e: z3.ExprRef, ctx: Any, node: Any, key: int) -> frozenset[str] | None:
+    """`of`'s set of a subterm that is no application (a numeral, a bound
+    variable, a quantifier): nothing; None for an application."""
+    return None if raw.ast_kind(ctx, node) == z3.Z3_APP_AST else _NONE
 
 
 def _expr(node: object, within: z3.ExprRef) -> z3.ExprRef:
@@ -264,44 +238,45 @@ def _expr(node: object, within: z3.ExprRef) -> z3.ExprRef:
     return z3.z3._to_expr_ref(node, within.ctx)
 
 
-def _name(ctx: object, decl: object) -> str:
-    """A declaration's name (its symbol's string) from raw references."""
-    return str(raw.symbol_string(ctx, raw.decl_name(ctx, decl)))
-
-
 def _bottom_up(
     e: z3.ExprRef,
     table: dict[int, tuple[z3.ExprRef, frozenset[str]]],
-    whole: Callable[[z3.ExprRef], frozenset[str] | None],
-    own: Callable[[z3.ExprRef], set[str]],
+    whole: Callable[[z3.ExprRef, Any, Any, int], frozenset[str] | None],
 ) -> frozenset[str]:
-    """The symbol set of ``e``, memoised in ``table`` per subterm (kept
-    alive with its set): ``whole(node)`` when it gives one, else ``own(node)``
-    and the sets of the children. Post-order without recursion: kernels'
-    terms can be thousands deep."""
-    hit = table.get(e.get_id())
+    """The symbol set of ``e``, memoised in ``table`` per subterm id:
+    ``whole(e, ctx, node, id)`` when it gives one, else the name of the
+    node's uninterpreted function and the sets of its arguments.
+
+    Walks the raw AST (`raw`), as `_applications` does: z3py's wrapper for
+    each subterm costs more than the walk. A subterm's set is kept with the
+    root it was reached from, which keeps the subterm (and its id) alive.
+    Post-order without recursion: kernels' terms can be thousands deep."""
+    ctx = e.ctx.ref()
+    root = e.as_ast()
+    root_key = raw.ast_id(ctx, root)
+    hit = table.get(root_key)
     if hit is not None:
         return hit[1]
-    # A node is pushed twice: first without its children (to expand it),
-    # then with them (to combine their sets): `children()` once per node.
-    stack: list[tuple[z3.ExprRef, list[z3.ExprRef] | None]] = [(e, None)]
+    # A node is pushed first without its arguments (to expand it), then with
+    # them (to combine their sets).
+    stack: list[tuple[Any, int, list[tuple[Any, int]] | None]] = [(root, root_key, None)]
     while stack:
-        node, children = stack.pop()
-        key = node.get_id()
+        node, key, kids = stack.pop()
         if key in table:
             continue
-        if children is None:
-            given = whole(node)
+        if kids is None:
+            given = whole(e, ctx, node, key)
             if given is not None:
-                table[key] = (node, given)
+                table[key] = (e, given)
                 continue
-            children = node.children()
-            stack.append((node, children))
-            stack.extend((c, None) for c in children if c.get_id() not in table)
+            kids = [(kid, raw.ast_id(ctx, kid)) for kid in raw.args(ctx, node)]
+            stack.append((node, key, kids))
+            stack.extend((kid, kid_key, None) for kid, kid_key in kids if kid_key not in table)
             continue
-        parts = [table[c.get_id()][1] for c in children]
-        table[key] = (node, frozenset(own(node).union(*parts)))
-    return table[e.get_id()][1]
+        decl = raw.app_decl(ctx, node)
+        own = {raw.name(ctx, decl)} if raw.decl_kind(ctx, decl) == z3.Z3_OP_UNINTERPRETED else set()
+        table[key] = (e, frozenset(own.union(*(table[kid_key][1] for _, kid_key in kids))))
+    return table[root_key][1]
 
 
 def connected(

@@ -267,43 +267,8 @@ class LaneModel:
                 kind |= kinds[raw.ast_id(ctx, a)]
             decl = raw.app_decl(ctx, node)
             if raw.decl_kind(ctx, decl) == z3.Z3_OP_UNINTERPRETED:
-                name = raw.symbol_string(ctx, raw.decl_name(ctx, decl))
+                name = raw.name(ctx, decl)
                 if not args:
-                    kind |= (
-                        _PER_LANE
-                        if name in _PER_LANE_NAMES
-                        else _PER_THREAD
-                        if _per_thread_variable(name)
-                        else 0
-                    )
-                elif name.startswith(_PER_THREAD_FUNCS):
-                    kind |= _PER_THREAD
-            kinds[nid] = kind
-        return kinds[root_id]
-        self._roots.append(e)
-        stack: list[tuple[Any, bool]] = [(root, False)]
-        while stack:
-            node, done = stack.pop()
-            nid = z3.Z3_get_ast_id(ctx, node)
-            if nid in kinds and not done:
-                continue
-            if z3.Z3_get_ast_kind(ctx, node) != z3.Z3_APP_AST:
-                kinds[nid] = 0
-                continue
-            app = z3.Z3_to_app(ctx, node)
-            n = z3.Z3_get_app_num_args(ctx, app)
-            args = [z3.Z3_get_app_arg(ctx, app, i) for i in range(n)]
-            if not done:
-                stack.append((node, True))
-                stack.extend((a, False) for a in args if z3.Z3_get_ast_id(ctx, a) not in kinds)
-                continue
-            kind = 0
-            for a in args:
-                kind |= kinds[z3.Z3_get_ast_id(ctx, a)]
-            decl = z3.Z3_get_app_decl(ctx, app)
-            if z3.Z3_get_decl_kind(ctx, decl) == z3.Z3_OP_UNINTERPRETED:
-                name = z3.Z3_get_symbol_string(ctx, z3.Z3_get_decl_name(ctx, decl))
-                if n == 0:
                     kind |= (
                         _PER_LANE
                         if name in _PER_LANE_NAMES

@@ -28,6 +28,7 @@ __all__ = [
     "decl_name",
     "int_param",
     "is_numeral",
+    "name",
     "num_args",
     "num_params",
     "numeral",
@@ -81,6 +82,11 @@ def numeral(ctx: Any, ast: Any) -> int | None:
     if not is_numeral(ctx, ast):
         return None
     return int(numeral_string(ctx, ast))
+
+
+def name(ctx: Any, decl: Any) -> str:
+    """A declaration's name (the string of its symbol)."""
+    return str(symbol_string(ctx, decl_name(ctx, decl)))
 
 
 def operator(ctx: Any, ast: Any) -> int:
