@@ -24,9 +24,10 @@ left "analysis budget"), and no kernel over 10 s.
 Measured on the 2-core development VM (``results/synthesis_time.json``):
 before detection screened on merged flows (1fc1d17), 10 of CUB's 24 sm_75
 kernels and 9 of its 24 sm_90 kernels ran out of the 10 s budget (244 loads
-left undecided), 111 s and 104 s per file; after (7190841), every kernel
-completes, at most 3.1 s, 18.5 s and 16.4 s per file. The suite is
-unchanged: 426 shuffles, 24 s (23 s before, within the VM's noise).
+left undecided), 111 s and 104 s per file; at e14a816 every kernel
+completes, at most 2.9 s, 15.2 s and 15.9 s per file. The suite is
+unchanged: 426 shuffles, 25 s (23 s before: seismic_rhs alone, old and new
+run alternately, gave 5.75/5.88/5.45/5.35 s, the VM's noise).
 """
 
 from __future__ import annotations
