@@ -380,6 +380,13 @@ def test_source_positions() -> None:
         (".visible .entry k()\n{\n\tadd.s32 %r1, %r2, #;\n}\n", "bad.ptx:6:20", "unexpected character '#'"),
         (".visible .entry k()\n{\n\tret;\n", "bad.ptx:7:1", "unexpected end of file"),
         (".global .b32 .u32 x;\n", "bad.ptx:4:14", "unexpected qualifier '.u32'"),
+        # ptxas rejects linkage on a parameter; printing it without the word would not.
+        (
+            ".extern .func (.param .b32.extern r) f\n();\n",
+            "bad.ptx:4:27",
+            "unexpected '.extern' in a parameter",
+        ),
+        (".visible .entry k(.param .u64 .weak p)\n{\n\tret;\n}\n", "bad.ptx:4:31", "unexpected '.weak'"),
         (
             ".visible .entry k()\n{\n\tld.u32 %r1, [%rd1+%rd2];\n}\n",
             "bad.ptx:6:2",

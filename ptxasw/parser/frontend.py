@@ -454,6 +454,11 @@ class _ToIR(Transformer):  # type: ignore[type-arg]
     def param(self, children: list[Any]) -> ir.ParamSpec:
         quals, name, *dims = children
         decl = _sort_qualifiers(quals, _loc(self.path, name))
+        # A parameter has no linkage: ptxas rejects ``.param .b32 .extern r``,
+        # and dropping the word would make a printed module that it accepts.
+        linked = next((q for q in quals if not isinstance(q, tuple) and str(q) in LINKAGE), None)
+        if linked is not None:
+            raise PtxSyntaxError(f"unexpected '{linked}' in a parameter", _tok_loc(linked, decl.loc))
         self._declare(decl.space, str(name), None)
         return ir.ParamSpec(
             space=decl.space,
