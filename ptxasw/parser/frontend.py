@@ -453,12 +453,10 @@ class _ToIR(Transformer):  # type: ignore[type-arg]
 
     def param(self, children: list[Any]) -> ir.ParamSpec:
         quals, name, *dims = children
-        decl = _sort_qualifiers(quals, _loc(self.path, name))
         # A parameter has no linkage: ptxas rejects ``.param .b32 .extern r``,
-        # and dropping the word would make a printed module that it accepts.
-        linked = next((q for q in quals if not isinstance(q, tuple) and str(q) in LINKAGE), None)
-        if linked is not None:
-            raise PtxSyntaxError(f"unexpected '{linked}' in a parameter", _tok_loc(linked, decl.loc))
+        # and a ParamSpec has no field for it (dropping the word would make a
+        # printed module that ptxas accepts).
+        decl = _sort_qualifiers(quals, _loc(self.path, name), of_parameter=True)
         self._declare(decl.space, str(name), None)
         return ir.ParamSpec(
             space=decl.space,
@@ -756,11 +754,12 @@ def _constant(e: ir.Operand) -> int | None:
     return None
 
 
-def _sort_qualifiers(quals: list[Any], loc: ir.SourceLoc) -> ir.VarDecl:
+def _sort_qualifiers(quals: list[Any], loc: ir.SourceLoc, of_parameter: bool = False) -> ir.VarDecl:
     """Split a declaration's qualifier run into linkage, space, type, ...
 
     After ``.ptr`` the remaining space and alignment qualifiers describe the
     pointee (kernel parameter attributes) and are kept in ``ptr_attrs``.
+    ``of_parameter``: the run declares a parameter, which takes no linkage.
     """
     decl = ir.VarDecl(space="", type="", names=[], loc=loc)
     linkage: list[str] = []
@@ -777,6 +776,8 @@ def _sort_qualifiers(quals: list[Any], loc: ir.SourceLoc) -> ir.VarDecl:
                 attributes.append(value)
             continue
         word = sys.intern(str(q))  # a few dozen distinct words over a whole file
+        if of_parameter and word in LINKAGE:
+            raise PtxSyntaxError(f"unexpected '{word}' in a parameter", _tok_loc(q, loc))
         if ptr_attrs is not None:
             ptr_attrs.append(word)
         elif word == ".ptr":
