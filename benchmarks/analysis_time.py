@@ -90,24 +90,28 @@ STENCIL_KERNELS = ("gradient2d", "tricubic")  # the stencils among kernelgen_lik
 
 
 def compile_sources(cache: Path, arch: str) -> list[Path]:
-    """``nvcc --ptx -O3`` of each source, reused while newer than the source."""
+    """``nvcc --ptx -O3`` of each source (and ``-G`` of the debug ones)."""
+    builds = [(name, "-O3", "") for name in SOURCES] + [(name, "-G", ".G") for name in DEBUG_SOURCES]
+    return [
+        compile_ptx(ROOT / "tests" / "corpus" / "cuda" / name, cache, arch, flag, "analysis_time.", tag)
+        for name, flag, tag in builds
+    ]
+
+
+def compile_ptx(
+    source: Path, cache: Path, arch: str, flag: str = "-O3", prefix: str = "", tag: str = ""
+) -> Path:
+    """``nvcc --ptx FLAG`` of ``source`` into ``cache`` as
+    ``PREFIX<stem>.<arch>TAG.ptx``, reused while newer than the source."""
     nvcc = shutil.which("nvcc")
     if nvcc is None:
-        raise SystemExit("analysis_time: nvcc not found on PATH (pass PTX files instead)")
+        raise SystemExit("nvcc not found on PATH (pass PTX files instead)")
     cache.mkdir(parents=True, exist_ok=True)
-    out = []
-    builds = [(name, "-O3", "") for name in SOURCES] + [(name, "-G", ".G") for name in DEBUG_SOURCES]
-    for name, flag, tag in builds:
-        src = ROOT / "tests" / "corpus" / "cuda" / name
-        ptx = cache / f"analysis_time.{Path(name).stem}.{arch}{tag}.ptx"
-        if not ptx.exists() or ptx.stat().st_mtime < src.stat().st_mtime:
-            subprocess.run(
-                [nvcc, "--ptx", flag, f"-arch={arch}", str(src), "-o", str(ptx)],
-                check=True,
-                capture_output=True,
-            )
-        out.append(ptx)
-    return out
+    ptx = cache / f"{prefix}{source.stem}.{arch}{tag}.ptx"
+    if not ptx.exists() or ptx.stat().st_mtime < source.stat().st_mtime:
+        command = [nvcc, "--ptx", flag, f"-arch={arch}", str(source), "-o", str(ptx)]
+        subprocess.run(command, check=True, capture_output=True)
+    return ptx
 
 
 def gcc_sources(cache: Path) -> list[Path]:

@@ -52,17 +52,10 @@ LIBRARY_ARCHES = ("sm_75", "sm_90")
 
 
 def library_ptx(cache: Path) -> list[Path]:
-    """The Thrust/CUB source compiled with ``nvcc -O3 -ptx`` per arch (kept while newer than it)."""
-    cache.mkdir(parents=True, exist_ok=True)
-    files = []
-    for arch in LIBRARY_ARCHES:
-        out = cache / f"thrust_cub.{arch}.ptx"
-        if not out.exists() or out.stat().st_mtime < LIBRARY_SOURCE.stat().st_mtime:
-            subprocess.run(
-                ["nvcc", f"-arch={arch}", "-O3", "-ptx", str(LIBRARY_SOURCE), "-o", str(out)], check=True
-            )
-        files.append(out)
-    return files
+    """The Thrust/CUB source compiled with ``nvcc -O3 --ptx`` per arch (kept while newer than it)."""
+    from benchmarks.analysis_time import compile_ptx
+
+    return [compile_ptx(LIBRARY_SOURCE, cache, arch) for arch in LIBRARY_ARCHES]
 
 
 def default_files() -> list[Path]:
