@@ -153,25 +153,16 @@ class Symbols:
         spent half its analysis here while the walk went through z3py."""
         return _bottom_up(e, self._refined, self._whole)
 
-    def _whole(self, e: z3.ExprRef, ctx: Any, node: Any, key: int) -> frozenset[str] | None:
+    def _whole(self, e: z3.ExprRef, ctx: Any, node: Any) -> frozenset[str] | None:
         """`refined`'s set of ``node`` (a subterm of ``e``) where it is not
-        made of its children's: a point, or a leaf (`of`)."""
-        kind = raw.ast_kind(ctx, node)
-        if kind == z3.Z3_APP_AST:
-            arity = raw.num_args(ctx, node)
-            if arity == 1:
-                point = self._point(e, ctx, node)
-                if point is not None:
-                    return frozenset({point})
-            if arity:
-                return None
-            decl = raw.app_decl(ctx, node)  # a constant: itself, if it is a symbol
-            return (
-                frozenset({raw.name(ctx, decl)})
-                if raw.decl_kind(ctx, decl) == z3.Z3_OP_UNINTERPRETED
-                else _NONE
-            )
-        return _NONE
+        made of its arguments' sets: a point, or (as `_leaf`) no application."""
+        if raw.ast_kind(ctx, node) != z3.Z3_APP_AST:
+            return _NONE
+        if raw.num_args(ctx, node) == 1:
+            point = self._point(e, ctx, node)
+            if point is not None:
+                return frozenset({point})
+        return None
 
     def _point(self, e: z3.ExprRef, ctx: Any, node: Any) -> str | None:
         """The point's name when ``node`` (an application of one argument,
@@ -227,7 +218,7 @@ class Symbols:
         return _bottom_up(e, self._memo, _leaf)
 
 
-def _leaf(e: z3.ExprRef, ctx: Any, node: Any, key: int) -> frozenset[str] | None:
+def _leaf(e: z3.ExprRef, ctx: Any, node: Any) -> frozenset[str] | None:
     """`of`'s set of a subterm that is no application (a numeral, a bound
     variable, a quantifier): nothing; None for an application."""
     return None if raw.ast_kind(ctx, node) == z3.Z3_APP_AST else _NONE
@@ -241,10 +232,10 @@ def _expr(node: object, within: z3.ExprRef) -> z3.ExprRef:
 def _bottom_up(
     e: z3.ExprRef,
     table: dict[int, tuple[z3.ExprRef, frozenset[str]]],
-    whole: Callable[[z3.ExprRef, Any, Any, int], frozenset[str] | None],
+    whole: Callable[[z3.ExprRef, Any, Any], frozenset[str] | None],
 ) -> frozenset[str]:
     """The symbol set of ``e``, memoised in ``table`` per subterm id:
-    ``whole(e, ctx, node, id)`` when it gives one, else the name of the
+    ``whole(e, ctx, node)`` when it gives one, else the name of the
     node's uninterpreted function and the sets of its arguments.
 
     Walks the raw AST (`raw`), as `_applications` does: z3py's wrapper for
@@ -265,7 +256,7 @@ def _bottom_up(
         if key in table:
             continue
         if kids is None:
-            given = whole(e, ctx, node, key)
+            given = whole(e, ctx, node)
             if given is not None:
                 table[key] = (e, given)
                 continue
