@@ -238,3 +238,33 @@ def test_trace_reports_a_bad_kernel_as_the_users_error(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["trace", str(path)])
     assert result.exit_code == 1
     assert result.stderr == f"ptxasw: error: {path}:6:2: branch to unknown label $L__BB0_2\n"
+
+
+def test_a_cubin_ptxas_itself_does_not_repeat_is_no_finding(tmp_path: Path) -> None:
+    """ptxas assembled a mutant of dynpar's -c build (``st.param.b64 [%r2], 0``)
+    to other code on every run (seed 20, case 60220). The drop-in's cubin is
+    compared with ptxas's only where a second run of ptxas gives the first
+    one's again: a stand-in ptxas that writes a new cubin on each run is no
+    finding."""
+    from tests.fuzz.engine import _check_dropin
+
+    source = tmp_path / "k.ptx"
+    source.write_text((REPO / "examples" / "jacobi.ptx").read_text())
+    fake = tmp_path / "ptxas"
+    fake.write_text(
+        "#!/bin/sh\n"
+        'out=""; while [ $# -gt 0 ]; do [ "$1" = -o ] && out="$2"; shift; done\n'
+        'date +%s%N > "$out"\n'
+    )
+    fake.chmod(0o755)
+    found: list[tuple[str, str, str]] = []
+    _check_dropin(
+        Seed(source, "sm_80"),
+        source,
+        source.read_bytes(),
+        tmp_path / "work",
+        Options(ptxas=str(fake)),
+        False,
+        lambda command, problem, detail: found.append((command, problem, detail)),
+    )
+    assert found == []
