@@ -253,3 +253,55 @@ def test_an_any_input_entry_naming_a_copy_is_refused(shadow: Shadow, kernel: Pat
     other = kernel.parent / "jacobi.ptx"
     call = shadow.run("-arch", "sm_90", other, "-o", out)
     assert not call.fast and out.read_text() == JACOBI.read_text()
+
+
+# --------------------------------------------------------------------------
+# Loads in inline assembly: where no shuffle pays, a reuse still does
+
+TRITON_STENCIL = REPO / "tests" / "corpus" / "triton" / "stencil3.ptx"
+
+
+def test_the_screen_finds_global_loads_in_inline_assembly_only() -> None:
+    from ptxasw.synth.cost import loads_in_inline_asm
+
+    assert loads_in_inline_asm(TRITON_STENCIL.read_text())
+    assert not loads_in_inline_asm(MINI_PTX) and not loads_in_inline_asm(JACOBI.read_text())
+    vote = "\t// begin inline asm\n\tactivemask.b32 %r1;\n\t// end inline asm\n\tld.global.f32 %f1, [%rd1];\n"
+    assert not loads_in_inline_asm(vote)  # inline asm, but the load is the compiler's
+
+
+def test_ptx_with_loads_in_inline_asm_gets_its_reuses_only(target: pytest.MonkeyPatch) -> None:
+    from ptxasw.synth.synthesize import ShuffleSynthesisPass
+
+    (synthesis,) = default_passes(TRITON_STENCIL.read_text())
+    assert isinstance(synthesis, ShuffleSynthesisPass) and synthesis.options.max_delta == 0
+    assert isinstance(default_passes(JACOBI.read_text())[0], NothingPaysPass)
+
+
+def test_the_wrapper_reuses_tritons_masked_loads_where_no_shuffle_pays(
+    fake_ptxas: Fake, env: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    log = tmp_path / "w.jsonl"
+    env.setenv("PTXASW_LOG", str(log))
+    ptx = tmp_path / "stencil3.ptx"
+    ptx.write_text(TRITON_STENCIL.read_text())
+    assert main(["--gpu-name=sm_90a", str(ptx), "-o", str(tmp_path / "k.cubin")]) == 0
+    (record,) = _log(log)
+    (inp,) = record["inputs"]
+    (synthesis,) = [p for p in inp["passes"] if p["name"] == "shuffle-synthesis"]
+    assert record["status"] == "ok" and synthesis["shuffles"] == 3, record
+    (call,) = fake_ptxas.calls()
+    (text,) = call["files"].values()
+    assert text.count("ld.global") == TRITON_STENCIL.read_text().count("ld.global") - 3
+    assert "shfl.sync" not in text  # reuses only: no shuffle pays on sm_90a
+
+
+def test_an_any_input_entry_does_not_serve_inline_asm(shadow: Shadow, kernel: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out.cubin"
+    shadow.run("-arch", "sm_90", kernel, "-o", out)
+    assert [e.name for e in shadow.entries()] == [FAST_ANY_INPUT]
+    triton = kernel.parent / "stencil3.ptx"
+    triton.write_text(TRITON_STENCIL.read_text())
+    call = shadow.run("-arch", "sm_90", triton, "-o", out)
+    assert call.rc == 0 and not call.fast, call.stderr
+    assert out.read_text().count("ld.global") == triton.read_text().count("ld.global") - 3

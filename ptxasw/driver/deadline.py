@@ -113,4 +113,4 @@ def analysis_pipeline(text: str, source_name: str, deadline: float | None = None
     a build, and what of it fits in ``PTXASW_TIMEOUT``."""
     from ptxasw.driver.pipeline import default_passes, run_pipeline
 
-    return run_pipeline(text, source_name, [*default_passes(), KernelAnalysisPass()], deadline=deadline)
+    return run_pipeline(text, source_name, [*default_passes(text), KernelAnalysisPass()], deadline=deadline)

@@ -123,15 +123,21 @@ class PipelineResult:
         return any(p.get("changed") for p in self.passes)
 
 
-def default_passes() -> list[ModulePass]:
-    """The passes the drop-in ``ptxas`` runs: shuffle synthesis (unless ``PTXASW_SYNTH=0``)."""
+def default_passes(text: str | None = None) -> list[ModulePass]:
+    """The passes the drop-in ``ptxas`` runs on ``text``: shuffle synthesis
+    (unless ``PTXASW_SYNTH=0``); where no shuffle pays on the target, only
+    reuses (N = 0), and only in PTX with loads in inline assembly
+    (`ptxasw.synth.cost.loads_in_inline_asm`)."""
     settings = synthesis_settings(warn=True)
     if settings["synth"] == "0":
         return []
+    max_delta = int(settings["max_delta"])
     if model_rules_out_shuffles(settings):
-        from ptxasw.synth.cost import NothingPaysPass
+        from ptxasw.synth.cost import NothingPaysPass, loads_in_inline_asm
 
-        return [NothingPaysPass(settings["arch"] or None, settings["mode"])]
+        if text is None or not loads_in_inline_asm(text):
+            return [NothingPaysPass(settings["arch"] or None, settings["mode"])]
+        max_delta = 0
     from ptxasw.driver import settings as driver_settings
     from ptxasw.driver.assembler import assembler
     from ptxasw.synth.detect import Options
@@ -139,7 +145,7 @@ def default_passes() -> list[ModulePass]:
 
     command = driver_settings.PTXAS_COMMAND
     options = Options(
-        max_delta=int(settings["max_delta"]),
+        max_delta=max_delta,
         mode=settings["mode"],
         profit=settings["profit"],
         arch=settings["arch"] or None,
@@ -177,7 +183,7 @@ def run_pipeline(
 
     pass_deadline = _pass_deadline(deadline, records[-1]["seconds"])
     analyses = AnalysisCache()
-    for p in default_passes() if passes is None else passes:
+    for p in default_passes(text) if passes is None else passes:
         start = time.perf_counter()
         if pass_deadline.expired():
             pass_deadline.skip(p.name, p.name, "PTXASW_TIMEOUT deadline reached before the pass")

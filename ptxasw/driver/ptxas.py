@@ -1343,6 +1343,8 @@ def run_wrapper(argv: Sequence[str], *, allow_exec: bool = False) -> int:
     # When the pipeline could change nothing whatever the text, no input is read
     # or parsed: ptxas runs on the command line as it is (its output still staged).
     idle = pipeline_idle()
+    if idle is not None and _may_reuse(inputs):
+        idle = None
     if idle is not None:
         record["reason"] = idle
     results = _result_cache() if idle is None else None
@@ -1485,6 +1487,32 @@ def pipeline_idle() -> str | None:
         return settings.nothing_to_do()
     except Exception:
         return None
+
+
+def _may_reuse(inputs: Sequence[Arg]) -> bool:
+    """Whether an input has loads in inline assembly, where a reuse (N = 0)
+    may be found and pays even where no shuffle does
+    (`ptxasw.synth.cost.loads_in_inline_asm`). Standard input is not read
+    here (it can be read once); synthesis off means off. Fail-open: an
+    error of ours keeps the pipeline idle."""
+    from ptxasw.driver import settings
+    from ptxasw.synth.cost import loads_in_inline_asm
+
+    try:
+        if settings.synthesis_settings()["synth"] == "0":
+            return False
+        for arg in inputs:
+            if arg.kind == "input":
+                text = Path(arg.value or "").read_bytes().decode("utf-8", "surrogateescape")
+            elif arg.kind == "ias":
+                text = arg.value or ""
+            else:
+                continue
+            if loads_in_inline_asm(text):
+                return True
+    except Exception:
+        return False
+    return False
 
 
 def _record_any_input_entry(payload: str, argv: Sequence[str], args: Sequence[Arg], visited: str) -> None:

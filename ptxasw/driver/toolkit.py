@@ -213,7 +213,9 @@ ptxasw_fast() {
     [ -f "$e" ] || return 1
     { IFS= read -r m && IFS= read -r w && IFS= read -r v && IFS= read -r z; } 2>/dev/null <"$e" || return 1
     [ "$m" = @MAGIC@ ] && [ "$z" = end ] && [ -n "$v" ] || return 1
-    case $e in */@ANY@) [ "$w" = unchanged ] || return 1 ;; esac
+    # Not for PTX with inline assembly: a reuse of its loads pays on any target
+    # (`ptxasw.synth.cost.loads_in_inline_asm` decides, in Python).
+    case $e in */@ANY@) [ "$w" = unchanged ] && ! grep -q -F 'inline asm' "$f" || return 1 ;; esac
     case $w in
     unchanged) ;;
     /*)

@@ -25,6 +25,18 @@ When ``%ntid.x`` is not a multiple of 32 a warp spans rows, and lane
 term sends those lanes to the load. With ``.reqntid`` whose x is a multiple
 of 32 the row term is implied and left out.
 
+A predicated load (``@%g ld``, as Triton writes every masked load) keeps
+its predicate: the shuffle runs in every lane (``shfl.sync`` is collective),
+into a fresh register, the fallback load only where both the corner case
+and ``%g`` hold (a lane whose predicate is false must not touch its
+address), and ``@%g mov`` puts the value where the load put it, leaving
+the register as it was elsewhere::
+
+    shfl.sync.down.b32 %swv0, %swsrc0, N, 31, %swm0;
+    and.pred %swq0, %swp0, %g;
+    @%swq0 ld.global.b32 %swv0, [...];
+    @%g mov.b32 %rB, %swv0;
+
 Modes ``noload`` and ``nocorner`` are the paper's ablations (no fallback
 load; shuffle only). They give wrong values at warp edges and exist for
 measurement.
@@ -36,7 +48,7 @@ from dataclasses import dataclass
 
 from ptxasw import ir
 from ptxasw.ir.builder import FunctionBuilder
-from ptxasw.synth.detect import LoadVerdict, Status
+from ptxasw.synth.detect import LoadVerdict, Status, loaded_register
 
 __all__ = ["Site", "emit_shuffles"]
 
@@ -76,6 +88,7 @@ class _Generator:
         self.sources: dict[int, ir.Register] = {}
         self.right: ir.Register | None = None
         self.left: ir.Register | None = None
+        self.mask: ir.Operand | int = 0xFFFFFFFF  # the member mask of the shuffle being emitted
 
     # ---- once per kernel ----------------------------------------------------------------------
     def prologue(self, deltas: set[int]) -> None:
@@ -125,36 +138,71 @@ class _Generator:
         assert v.source is not None and v.delta is not None
         b, load, delta = self.b, v.load, v.delta
         src, dst = self.source(v.source), _dst(load)
+        if load.guard is not None:
+            return self._guarded_site(v, src, dst, load.guard)
         if v.status is Status.REUSE:
             mov = b.mov(dst, src)
             b.replace(load, [mov])
             return Site(v, mov, dst, src)
-        code: list[ir.Instruction] = []
-        mask: ir.Operand | int = 0xFFFFFFFF
-        fallback: ir.Register | None = None
-        if self.mode != "nocorner":
-            active, incomplete, edge = b.fresh(".b32", "m"), b.fresh_pred("inc"), b.fresh_pred("oor")
-            fallback = b.fresh_pred("p")
-            room = self.right if delta > 0 else self.left
-            assert room is not None
-            code += [
-                b.activemask(active),
-                b.setp("ne", incomplete, active, -1, ".b32"),
-                b.setp("lt", edge, room, abs(delta), ".u32"),
-                b.instruction("or", [".pred"], [fallback, incomplete, edge]),
-            ]
-            mask = active
+        fallback, code = self._corner_test(delta)
         # The fallback load reads its address after the shuffle wrote dst:
         # shuffle into a temporary when dst is part of the address.
         clash = fallback is not None and self.mode == "normal" and _address_uses(load, dst)
         target = b.fresh(b.declared_type(dst) or ".b32", "shv") if clash else dst
-        code += self._shuffle(target, src, delta, mask)
+        code += self._shuffle(target, src, delta, self.mask)
         if fallback is not None and self.mode == "normal":
             code.append(b.copy(load, guard=ir.Guard(fallback)))
             if clash:
                 code.append(b.mov(dst, target, guard=ir.Guard(fallback, negated=True)))
         b.replace(load, code)
         return Site(v, code[-1], dst, src)
+
+    def _guarded_site(self, v: LoadVerdict, src: ir.Register, dst: ir.Register, guard: ir.Guard) -> Site:
+        """A predicated load: the value is made in a fresh register in every
+        lane and moved into ``dst`` under the load's own guard (module docstring)."""
+        b, load = self.b, v.load
+        assert v.delta is not None
+        value = b.fresh(b.declared_type(dst) or ".b32", "val")
+        code: list[ir.Instruction] = []
+        if v.status is Status.REUSE:
+            code.append(b.mov(value, src))
+        else:
+            fallback, code = self._corner_test(v.delta)
+            code += self._shuffle(value, src, v.delta, self.mask)
+            if fallback is not None and self.mode == "normal":
+                runs = guard.predicate
+                if guard.negated:
+                    runs = b.fresh_pred("g")
+                    code.append(b.instruction("not", [".pred"], [runs, guard.predicate]))
+                both = b.fresh_pred("q")
+                code.append(b.instruction("and", [".pred"], [both, fallback, runs]))
+                code.append(b.copy(load, operands=[value, *load.operands[1:]], guard=ir.Guard(both)))
+        last = code[-1]
+        code.append(b.mov(dst, value, guard=guard))
+        b.replace(load, code)
+        return Site(v, last, value, src)
+
+    def _corner_test(self, delta: int) -> tuple[ir.Register | None, list[ir.Instruction]]:
+        """The predicate of the lanes that load for themselves (an incomplete
+        warp, or no lane ``laneid + N`` in this warp and row) and its code;
+        None in mode ``nocorner``. Sets the shuffle's member mask."""
+        b = self.b
+        code: list[ir.Instruction] = []
+        self.mask = 0xFFFFFFFF
+        if self.mode == "nocorner":
+            return None, code
+        active, incomplete, edge = b.fresh(".b32", "m"), b.fresh_pred("inc"), b.fresh_pred("oor")
+        fallback = b.fresh_pred("p")
+        room = self.right if delta > 0 else self.left
+        assert room is not None
+        code += [
+            b.activemask(active),
+            b.setp("ne", incomplete, active, -1, ".b32"),
+            b.setp("lt", edge, room, abs(delta), ".u32"),
+            b.instruction("or", [".pred"], [fallback, incomplete, edge]),
+        ]
+        self.mask = active
+        return fallback, code
 
     def _shuffle(
         self, dst: ir.Register, src: ir.Register, delta: int, mask: ir.Operand | int
@@ -183,8 +231,8 @@ class _Generator:
 
 
 def _dst(load: ir.Instruction) -> ir.Register:
-    dst = load.operands[0]
-    assert isinstance(dst, ir.Register)
+    dst = loaded_register(load)
+    assert dst is not None, "a chosen load writes one register"
     return dst
 
 

@@ -18,6 +18,13 @@ without a calibration take the nearest calibrated one at or below them
 otherwise, and Volta's behaviour in the paper points the same way).
 ``PTXASW_PROFIT=always`` (or ``ptxasw rewrite``, whose user asked for the
 rewrite) skips the model.
+
+A reuse (N == 0: the thread loaded the same address before) is a register
+move and pays everywhere. Compilers merge their own repeated loads, so the
+drop-in looks for reuses only where one could not: loads written in inline
+assembly (`loads_in_inline_asm`; Triton writes every masked load so, and a
+stencil tile's neighbours are loaded again under other masks). Elsewhere,
+where no shuffle pays, the file is not even parsed.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ __all__ = [
     "Costs",
     "NothingPaysPass",
     "costs_for",
+    "loads_in_inline_asm",
     "nothing_pays",
     "site_cost",
     "unprofitable_reason",
@@ -90,6 +98,18 @@ def nothing_pays(arch: str | None, mode: str) -> bool:
     """Whether even the cheapest shuffle (32 bits) costs at least the load it saves."""
     costs = costs_for(arch)
     return site_cost(costs, 32, mode) >= costs.load
+
+
+_INLINE_ASM = re.compile(r"//\s*begin inline asm(.*?)//\s*end inline asm", re.DOTALL)
+
+
+def loads_in_inline_asm(text: str) -> bool:
+    """Whether the PTX has a global load inside the markers compilers print
+    around inline assembly (``// begin inline asm``): a screen of the text
+    before any parsing, which nvcc, clang and Triton's LLVM all write."""
+    if "inline asm" not in text:
+        return False
+    return any("ld.global" in m.group(1) for m in _INLINE_ASM.finditer(text))
 
 
 def unprofitable_reason(arch: str | None, mode: str) -> str:

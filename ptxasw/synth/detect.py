@@ -10,7 +10,11 @@ equation the pair must satisfy what makes the generated code right:
 - A **dominates** B in the control-flow graph and both sit in the same
   loops: every thread that reaches B has executed A in the same iteration,
   so the copy of A's value made right after A is defined and current.
-- A is unguarded, scalar, of the same type and register width as B.
+- A is scalar, of the same type and register width as B. A predicated
+  load (``@%p ld``, Triton's masked loads) may be a source where lane
+  ``laneid + N``'s predicate holds wherever B runs (for N == 0 the
+  thread's own: B's guard implies A's), and may be replaced under its own
+  predicate (`ptxasw.synth.codegen`).
 - Nothing in between may have changed the location: no store of the flow
   that may alias A's address before B (unless A is read-only data), and A
   and B read the same memory version.
@@ -62,6 +66,7 @@ __all__ = [
     "Status",
     "detect_kernel",
     "is_global_load",
+    "loaded_register",
     "register_widths",
 ]
 
@@ -288,8 +293,8 @@ class _Detector:
         return verdict
 
     def _register_bits(self, inst: ir.Instruction) -> int | None:
-        dst = inst.operands[0] if inst.operands else None
-        if not isinstance(dst, ir.Register):
+        dst = loaded_register(inst)
+        if dst is None:
             return None
         typ = isa.instruction_type(inst)
         bits = isa.type_bits(typ) if typ else None
@@ -299,8 +304,6 @@ class _Detector:
 
     def _may_source(self, source: ir.Instruction, load: ir.Instruction) -> bool:
         """Structural conditions (see the module docstring) before any solving."""
-        if source.guard is not None:
-            return False
         if not is_global_load(source) and not (_is_plain_load(source) and self._global_everywhere(source)):
             return False
         if isa.instruction_type(source) != isa.instruction_type(load):
@@ -405,12 +408,22 @@ class _Detector:
             if i is None:
                 return _Pair(None, "divergent flow (the source load is not on every path)")
             a, b = flow.trace[i], flow.trace[j]
-            # B may run guarded on this flow (if-converted code, or one side of
-            # a branch that a merged run joined): where it runs is part of its context.
+            # B may run guarded on this flow (its own predicate, if-converted
+            # code, or one side of a branch that a merged run joined): where it
+            # runs is part of its context.
             guard = [b.guard] if b.guard is not None else []
             hypotheses = [*self.analysis.assumptions, *flow.condition, *guard]
-            if a.guard is not None and not self._ran_where(a.guard, b.guard, hypotheses):
-                return _Pair(None, "divergent flow (the source load is guarded)")
+            if delta is None:
+                guess = self._guess_delta(a, b)
+                if isinstance(guess, str):
+                    return _Pair(None, guess)
+                delta = guess
+            if a.guard is not None:
+                ran, guard_no_wrap = self._ran_where(source, a.guard, b.guard, delta, hypotheses)
+                if not ran:
+                    return _Pair(None, "divergent flow (the source load is guarded)")
+                if guard_no_wrap:
+                    assumptions.add(NO_WRAP)
             if not a.readonly:
                 k = flow.may_alias_store.get(i)
                 if k is not None and k < j:
@@ -422,11 +435,6 @@ class _Detector:
             source_terms.add(a.value.get_id())
             if len(source_terms) > 1:
                 return _Pair(None, "divergent flow (the source value differs between paths)")
-            if delta is None:
-                guess = self._guess_delta(a, b)
-                if isinstance(guess, str):
-                    return _Pair(None, guess)
-                delta = guess
             holds, needs_no_wrap = self.prover.equal(hypotheses, shift_thread(a.value, delta), b.value)
             if not holds:
                 return _Pair(None, "non-constant delta" if holds is False else "solver gave up")
@@ -435,15 +443,33 @@ class _Detector:
         return _Pair(delta, None, tuple(sorted(assumptions)))
 
     def _ran_where(
-        self, source_guard: z3.BoolRef, load_guard: z3.BoolRef | None, hypotheses: list[z3.BoolRef]
-    ) -> bool:
-        """Whether a guarded source load ran wherever the load runs: both on
-        the same side of a branch that a merged run joined (``x[i] + x[i+1]``
-        under ``i + 1 < n``) run under that side's condition. An unguarded
-        load may run where the source did not."""
+        self,
+        source: ir.Instruction,
+        source_guard: z3.BoolRef,
+        load_guard: z3.BoolRef | None,
+        delta: int,
+        hypotheses: list[z3.BoolRef],
+    ) -> tuple[bool, bool]:
+        """Whether a guarded source load ran wherever the load runs, and
+        whether that needs the predicates' arithmetic not to wrap.
+
+        A predicated source (``@%p ld``) runs in straight-line code that every
+        lane passes: lane ``laneid + N`` holds its loaded value only where its
+        own predicate held, so that predicate, of that lane's thread, must
+        follow from where the load runs. A source guarded only by the branch
+        a merged run joined (``x[i] + x[i+1]`` under ``i + 1 < n``) runs
+        under that side's condition; a lane that took the other side is not
+        at the shuffle (an incomplete warp loads), so the thread's own
+        condition is the question. An unguarded load may run where such a
+        source did not."""
+        if source.guard is not None:
+            shifted = shift_thread(source_guard, delta)
+            if self.prover.proves(hypotheses, shifted) is True:
+                return True, False
+            return self.prover.decide_without_wrap(hypotheses, shifted) is True, True
         if load_guard is None:
-            return False
-        return source_guard.eq(load_guard) or self.prover.proves(hypotheses, source_guard) is True
+            return False, False
+        return source_guard.eq(load_guard) or self.prover.proves(hypotheses, source_guard) is True, False
 
     def _guess_delta(self, a: Access, b: Access) -> int | str:
         """N from two random points (thread ids, block, parameters): (B's
@@ -549,12 +575,20 @@ def _last_before(trace: list[Access], inst: ir.Instruction, j: int) -> int | Non
 _ORDERED_LOAD = frozenset({".volatile", ".relaxed", ".acquire", ".sc", ".mmio"})
 
 
+def loaded_register(inst: ir.Instruction) -> ir.Register | None:
+    """The one register a scalar load writes: its destination, also when
+    written as a one-element vector (Triton prints ``ld.global.b32 { %r1 }``);
+    None for a vector load (``.v2``, ``.v4``) or anything else."""
+    dst = inst.operands[0] if inst.operands else None
+    if isinstance(dst, ir.VectorOperand) and len(dst.elements) == 1:
+        dst = dst.elements[0]
+    return dst if isinstance(dst, ir.Register) else None
+
+
 def _unsupported(inst: ir.Instruction, bits: int | None) -> str | None:
     dst = inst.operands[0] if inst.operands else None
-    if isinstance(dst, ir.VectorOperand):
+    if isinstance(dst, ir.VectorOperand) and loaded_register(inst) is None:
         return "unsupported access (vector load)"
-    if inst.guard is not None:
-        return "unsupported access (predicated load)"
     if _ORDERED_LOAD & set(inst.modifiers):
         return "unsupported access (a volatile or memory-ordered load: each one must be performed)"
     if bits not in (16, 32, 64):

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import z3
 
 from ptxasw import ir
-from ptxasw.emulator.symbolic.executor import Budget, Flow, KernelAnalysis, SymbolicExecutor
+from ptxasw.emulator.symbolic.executor import Access, Budget, Flow, KernelAnalysis, SymbolicExecutor
 from ptxasw.ir import isa
 from ptxasw.synth.codegen import Site
 from ptxasw.synth.solver import NO_WRAP, Prover, TermConstants, lanes_may_write
@@ -104,10 +104,14 @@ def prove_sites(
                 continue
             nth = seen[k]
             seen[k] += 1
-            value = _nth_load_value(old, loads[k], nth)
-            if value is None:
+            access = _nth_load(old, loads[k], nth)
+            if access is None or access.value is None:
                 outcomes[k] = "failed: the original load does not run where the rewrite does"
                 continue
+            # A predicated load's value counts where it ran; elsewhere the
+            # register kept what it held, in the rewrite too (`@%g mov`).
+            where = [*hypotheses, access.guard] if access.guard is not None else hypotheses
+            value = access.value
             new_value, source = obs.values
             source_terms[k].add(source.get_id())
             if len(source_terms[k]) > 1:
@@ -117,10 +121,10 @@ def prove_sites(
             if value is None:
                 outcomes[k] = "failed: the register and the load differ in width"
                 continue
-            if _stale_in_warp(prover, constants, hypotheses, old, loads[k], sources[k], nth):
+            if _stale_in_warp(prover, constants, where, old, loads[k], sources[k], nth):
                 outcomes[k] = "failed: another lane may store to the address between the source and the load"
                 continue
-            holds, no_wrap = prover.equal_by_cases(hypotheses, new_value, value)
+            holds, no_wrap = prover.equal_by_cases(where, new_value, value)
             if not holds:
                 outcomes[k] = (
                     "failed: the shuffled value can differ from the load"
@@ -197,11 +201,11 @@ def _stale_in_warp(
     return lanes_may_write(prover, flow.trace, earlier[-1], j, hypotheses, constants)
 
 
-def _nth_load_value(flow: Flow, inst: ir.Instruction, nth: int) -> z3.ExprRef | None:
+def _nth_load(flow: Flow, inst: ir.Instruction, nth: int) -> Access | None:
     positions = _loads_of(flow, inst)
     if nth >= len(positions):
         return None
-    return flow.trace[positions[nth]].value
+    return flow.trace[positions[nth]]
 
 
 def _count_loads(flow: Flow, inst: ir.Instruction) -> int:

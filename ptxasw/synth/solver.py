@@ -38,6 +38,7 @@ __all__ = [
     "normal_form",
     "other_thread",
     "shift_thread",
+    "without_signed_wrap",
     "without_wrap",
 ]
 
@@ -45,8 +46,8 @@ BV = z3.BitVecRef
 
 # How the no-wrap assumption reads in reports.
 NO_WRAP = (
-    "32-bit index arithmetic under a sign/zero extension does not wrap "
-    "(C makes signed overflow undefined; unsigned indices are taken to stay below 2^32)"
+    "32-bit index arithmetic under a sign/zero extension, or compared signed in a load's predicate, "
+    "does not wrap (C makes signed overflow undefined; unsigned indices are taken to stay below 2^32)"
 )
 
 # Symbols of the block's geometry: thread ids, block shape, lane.
@@ -374,6 +375,71 @@ def without_wrap(terms: Iterable[z3.ExprRef]) -> tuple[list[z3.ExprRef], bool]:
     return [z3.substitute(t, *pairs) for t in terms], True
 
 
+_SIGNED_COMPARISONS = (z3.Z3_OP_SLT, z3.Z3_OP_SLEQ, z3.Z3_OP_SGT, z3.Z3_OP_SGEQ)
+
+
+def without_signed_wrap(terms: Iterable[z3.ExprRef]) -> tuple[list[z3.ExprRef], bool]:
+    """``terms`` with every signed comparison of 32-bit sums, differences or
+    products (``offs + 1 < n - 1``, as masks are written) made on the same
+    arithmetic done in 64 bits: what it means when the arithmetic does not
+    wrap. A predicate's bounds check then implies another's the way the
+    integers do (``0 < i < n - 1`` gives ``i + 1 < n``, false at
+    ``n = INT_MIN`` in 32 bits). The flag says whether anything was replaced."""
+    pairs: list[tuple[z3.ExprRef, z3.ExprRef]] = []
+    seen: set[int] = set()
+    terms = list(terms)
+    stack = list(terms)
+    while stack:
+        e = stack.pop()
+        if e.get_id() in seen or not z3.is_app(e):
+            continue
+        seen.add(e.get_id())
+        kind = e.decl().kind()
+        if kind in _SIGNED_COMPARISONS and e.arg(0).size() == 32 and any(_is_arith(k) for k in e.children()):
+            x, y = (_wide_sum(k) for k in e.children())
+            wide = {z3.Z3_OP_SLT: x < y, z3.Z3_OP_SLEQ: x <= y, z3.Z3_OP_SGT: x > y, z3.Z3_OP_SGEQ: x >= y}
+            pairs.append((e, wide[kind]))
+            continue
+        stack.extend(e.children())
+    if not pairs:
+        return terms, False
+    return [z3.substitute(t, *pairs) for t in terms], True
+
+
+def _wide_sum(e: z3.ExprRef) -> BV:
+    """``e``'s sums and differences done in 64 bits, anything else (products
+    too: without wrap they are their 32-bit value) sign-extended as a whole,
+    so that the comparison stays linear for the solver."""
+    kind = e.decl().kind() if z3.is_app(e) else None
+    if kind in (z3.Z3_OP_BADD, z3.Z3_OP_BSUB):
+        kids = [_wide_sum(k) for k in e.children()]
+        out = kids[0]
+        for k in kids[1:]:
+            out = out + k if kind == z3.Z3_OP_BADD else out - k
+        return out
+    return z3.SignExt(64 - e.size(), e)
+
+
+def _products_as_symbols(terms: list[z3.ExprRef]) -> list[z3.ExprRef]:
+    """``terms`` with each product of two non-constants replaced by one fresh
+    symbol per distinct product."""
+    pairs: dict[int, tuple[z3.ExprRef, z3.ExprRef]] = {}
+    seen: set[int] = set()
+    stack = list(terms)
+    while stack:
+        e = stack.pop()
+        if e.get_id() in seen or not z3.is_app(e):
+            continue
+        seen.add(e.get_id())
+        if z3.is_app_of(e, z3.Z3_OP_BMUL) and sum(not z3.is_bv_value(k) for k in e.children()) > 1:
+            pairs[e.get_id()] = (e, z3.BitVec(f"product!{len(pairs)}", e.size()))
+            continue
+        stack.extend(e.children())
+    if not pairs:
+        return terms
+    return [z3.substitute(t, *pairs.values()) for t in terms]
+
+
 def _has_functions(claim: z3.ExprRef, hypotheses: Sequence[z3.ExprRef]) -> bool:
     """Whether uninterpreted functions (loads, float operations) occur: then
     the solver needs more than bit-vectors."""
@@ -602,13 +668,18 @@ class Prover:
             then = simplify(z3.substitute(a, (cond, z3.BoolVal(True))))
             other = simplify(z3.substitute(a, (cond, z3.BoolVal(False))))
         decided = None if big else self.decide(hypotheses, cond)
+        needs_no_wrap = False
+        if decided is None and not big:
+            # A predicated source under the load's own predicate: the two
+            # bounds checks meet where their arithmetic does not wrap.
+            decided = self.decide_without_wrap(hypotheses, cond)
+            needs_no_wrap = decided is not None
         if decided is True:
             sides = [(then, list(hypotheses))]
         elif decided is False:
             sides = [(other, list(hypotheses))]
         else:
             sides = [(then, [*hypotheses, cond]), (other, [*hypotheses, z3.Not(cond)])]
-        needs_no_wrap = False
         for branch, context in sides:
             if branch.eq(b):
                 continue
@@ -632,6 +703,18 @@ class Prover:
             if self._check(facts, z3.Not(cond)):
                 return False
         return None
+
+    def decide_without_wrap(self, hypotheses: Sequence[z3.BoolRef], cond: z3.BoolRef) -> bool | None:
+        """`decide` with the signed comparisons taken without wrap
+        (`without_signed_wrap`); None also where nothing was widened."""
+        (*wide_hypotheses, wide_cond), changed = without_signed_wrap([*hypotheses, cond])
+        if not changed:
+            return None
+        # A product of unknowns is one value to the bounds checks: as a fresh
+        # symbol it spares the solver the multiplier (and a claim true of any
+        # value is true of the product).
+        *wide_hypotheses, wide_cond = _products_as_symbols([*wide_hypotheses, wide_cond])
+        return self.decide(wide_hypotheses, wide_cond)
 
     def _stages(self, hypotheses: Sequence[z3.BoolRef], claim: z3.BoolRef) -> list[list[z3.BoolRef]]:
         """The hypothesis sets `proves` tries, cheapest first (each a subset of the last)."""

@@ -33,7 +33,7 @@ from ptxasw.ir.builder import AnalysisCache, FunctionBuilder, copy_function
 from ptxasw.synth import tuned
 from ptxasw.synth.codegen import emit_shuffles
 from ptxasw.synth.cost import costs_for, nothing_pays, site_cost
-from ptxasw.synth.detect import KernelPlan, LoadVerdict, Options, detect_kernel
+from ptxasw.synth.detect import KernelPlan, LoadVerdict, Options, detect_kernel, loaded_register
 from ptxasw.synth.pinning import fuses_nothing, settle, write_rounding
 from ptxasw.synth.prove import PROVED, prove_sites
 from ptxasw.synth.solver import clear_memos
@@ -173,8 +173,8 @@ def _keep_rounding(module: ir.Module, fn: ir.Function, plan: KernelPlan, options
     feeding = feeding_registers(fn, unpinned + found.other + calls)
     why = "no ptxas to ask" if options.assemble is None else "ptxas's choice was not found"
     for v in plan.chosen:
-        dst = v.load.operands[0] if v.load.operands else None
-        total = feeding.get(dst.name) if isinstance(dst, ir.Register) else None
+        dst = loaded_register(v.load)
+        total = feeding.get(dst.name) if dst is not None else None
         if total is None:
             continue
         line = f" at line {total.loc.line}" if total.loc.line else ""
@@ -248,7 +248,9 @@ class ShuffleSynthesisPass(FunctionPass):
         model = self.options.profit == "model"
         # A verdict measured by ``ptxasw tune`` overrides the cost model (`ptxasw.synth.tuned`).
         measured = tuned.lookup(self._module, fn, self.options) if model else None
-        if measured is None and model and nothing_pays(self.options.arch, self.options.mode):
+        reuses_only = self.options.max_delta == 0  # a reuse pays on every target
+        rules_out = model and not reuses_only and nothing_pays(self.options.arch, self.options.mode)
+        if measured is None and rules_out:
             # No shuffle can pay on this target: the analysis would be wasted.
             return {"kernels": 1, "unprofitable": 1}
         left = self._deadline.left()
