@@ -262,20 +262,27 @@ TRITON_STENCIL = REPO / "tests" / "corpus" / "triton" / "stencil3.ptx"
 
 
 def test_the_screen_finds_global_loads_in_inline_assembly_only() -> None:
-    from ptxasw.synth.cost import loads_in_inline_asm
+    from ptxasw.synth.cost import masked_loads_in_inline_asm as screen
 
-    assert loads_in_inline_asm(TRITON_STENCIL.read_text())
-    assert not loads_in_inline_asm(MINI_PTX) and not loads_in_inline_asm(JACOBI.read_text())
-    vote = "\t// begin inline asm\n\tactivemask.b32 %r1;\n\t// end inline asm\n\tld.global.f32 %f1, [%rd1];\n"
-    assert not loads_in_inline_asm(vote)  # inline asm, but the load is the compiler's
+    assert screen(TRITON_STENCIL.read_text())
+    assert not screen(MINI_PTX) and not screen(JACOBI.read_text())
+    vote = "\t// begin inline asm\n\tactivemask.b32 %r1;\n\t// end inline asm\n"
+    vote += "\t@%p1 ld.global.f32 %f1, [%rd1];\n"
+    assert not screen(vote)  # inline asm, but the load is the compiler's
+    cub = "\t// begin inline asm\n\tld.global.cg.u32 %r1, [%rd1];\n\t// end inline asm\n"
+    assert not screen(cub)  # CUB's cache-hinted loads: unmasked
 
 
-def test_ptx_with_loads_in_inline_asm_gets_its_reuses_only(target: pytest.MonkeyPatch) -> None:
+def test_ptx_with_masked_loads_in_inline_asm_gets_its_reuses_only(target: pytest.MonkeyPatch) -> None:
     from ptxasw.synth.synthesize import ShuffleSynthesisPass
 
-    (synthesis,) = default_passes(TRITON_STENCIL.read_text())
+    (screen,) = default_passes(TRITON_STENCIL.read_text())
+    assert isinstance(screen, NothingPaysPass) and screen.reuses is not None
+    synthesis = screen.reuses({"stencil3"})
     assert isinstance(synthesis, ShuffleSynthesisPass) and synthesis.options.max_delta == 0
-    assert isinstance(default_passes(JACOBI.read_text())[0], NothingPaysPass)
+    assert synthesis.kernels == {"stencil3"}
+    (idle,) = default_passes(JACOBI.read_text())
+    assert isinstance(idle, NothingPaysPass) and idle.reuses is None
 
 
 def test_the_wrapper_reuses_tritons_masked_loads_where_no_shuffle_pays(

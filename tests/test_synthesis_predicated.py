@@ -189,3 +189,16 @@ def test_tritons_ptx_round_trips_and_its_rewrite_assembles(name: str, tmp_path: 
         subprocess.run(["ptxas", "-arch=sm_90a", "-lineinfo", str(path), "-o", str(out)], check=True)
         cubins.append(out.read_bytes())
     assert differing_sections(cubins[0], cubins[1]) == []
+
+
+def test_the_reuse_screen_wants_an_address_loaded_again_under_a_mask() -> None:
+    """Where no shuffle pays, the drop-in analyses a kernel for reuses only
+    if it loads an address again under a predicate (`repeats_a_masked_load`)."""
+    from ptxasw.synth.cost import repeats_a_masked_load
+
+    masked = parse_ptx(MASKED, "masked.ptx").function("masked")
+    assert repeats_a_masked_load(masked)
+    unmasked = MASKED.replace("@%p4 ld", "ld").replace("@%p1 ld", "ld").replace("@!%p5 ld", "ld")
+    assert not repeats_a_masked_load(parse_ptx(unmasked, "unmasked.ptx").function("masked"))
+    blur = parse_ptx((TRITON / "blur2d.ptx").read_text(), "blur2d.ptx")
+    assert not repeats_a_masked_load(blur.function("blur2d"))  # every tap has its own register

@@ -126,18 +126,24 @@ class PipelineResult:
 def default_passes(text: str | None = None) -> list[ModulePass]:
     """The passes the drop-in ``ptxas`` runs on ``text``: shuffle synthesis
     (unless ``PTXASW_SYNTH=0``); where no shuffle pays on the target, only
-    reuses (N = 0), and only in PTX with loads in inline assembly
-    (`ptxasw.synth.cost.loads_in_inline_asm`)."""
+    reuses (N = 0), and only in PTX with masked loads in inline assembly
+    (`ptxasw.synth.cost.masked_loads_in_inline_asm`)."""
     settings = synthesis_settings(warn=True)
     if settings["synth"] == "0":
         return []
-    max_delta = int(settings["max_delta"])
     if model_rules_out_shuffles(settings):
-        from ptxasw.synth.cost import NothingPaysPass, loads_in_inline_asm
+        from ptxasw.synth.cost import NothingPaysPass, masked_loads_in_inline_asm
 
-        if text is None or not loads_in_inline_asm(text):
-            return [NothingPaysPass(settings["arch"] or None, settings["mode"])]
-        max_delta = 0
+        def reuses(kernels: set[str]) -> ModulePass:
+            return _synthesis(settings, kernels, max_delta=0)
+
+        screened = text is not None and masked_loads_in_inline_asm(text)
+        return [NothingPaysPass(settings["arch"] or None, settings["mode"], reuses if screened else None)]
+    return [_synthesis(settings, None, max_delta=int(settings["max_delta"]))]
+
+
+def _synthesis(settings: dict[str, str], kernels: set[str] | None, max_delta: int) -> ModulePass:
+    """The shuffle synthesis as the drop-in runs it (imports Z3: built only when it runs)."""
     from ptxasw.driver import settings as driver_settings
     from ptxasw.driver.assembler import assembler
     from ptxasw.synth.detect import Options
@@ -152,7 +158,7 @@ def default_passes(text: str | None = None) -> list[ModulePass]:
         rounding="ptxas",
         assemble=assembler(command) if command else None,
     )
-    return [ShuffleSynthesisPass(options)]
+    return ShuffleSynthesisPass(options, kernels)
 
 
 def run_pipeline(

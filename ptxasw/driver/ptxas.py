@@ -1490,13 +1490,13 @@ def pipeline_idle() -> str | None:
 
 
 def _may_reuse(inputs: Sequence[Arg]) -> bool:
-    """Whether an input has loads in inline assembly, where a reuse (N = 0)
-    may be found and pays even where no shuffle does
-    (`ptxasw.synth.cost.loads_in_inline_asm`). Standard input is not read
+    """Whether an input has masked loads in inline assembly, where a reuse
+    (N = 0) may be found and pays even where no shuffle does
+    (`ptxasw.synth.cost.masked_loads_in_inline_asm`). Standard input is not read
     here (it can be read once); synthesis off means off. Fail-open: an
     error of ours keeps the pipeline idle."""
     from ptxasw.driver import settings
-    from ptxasw.synth.cost import loads_in_inline_asm
+    from ptxasw.synth.cost import masked_loads_in_inline_asm
 
     try:
         if settings.synthesis_settings()["synth"] == "0":
@@ -1508,7 +1508,7 @@ def _may_reuse(inputs: Sequence[Arg]) -> bool:
                 text = arg.value or ""
             else:
                 continue
-            if loads_in_inline_asm(text):
+            if masked_loads_in_inline_asm(text):
                 return True
     except Exception:
         return False

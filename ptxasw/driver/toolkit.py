@@ -214,7 +214,7 @@ ptxasw_fast() {
     { IFS= read -r m && IFS= read -r w && IFS= read -r v && IFS= read -r z; } 2>/dev/null <"$e" || return 1
     [ "$m" = @MAGIC@ ] && [ "$z" = end ] && [ -n "$v" ] || return 1
     # Not for PTX with inline assembly: a reuse of its loads pays on any target
-    # (`ptxasw.synth.cost.loads_in_inline_asm` decides, in Python).
+    # (`ptxasw.synth.cost.masked_loads_in_inline_asm` decides, in Python).
     case $e in */@ANY@) [ "$w" = unchanged ] && ! grep -q -F 'inline asm' "$f" || return 1 ;; esac
     case $w in
     unchanged) ;;

@@ -21,24 +21,32 @@ rewrite) skips the model.
 
 A reuse (N == 0: the thread loaded the same address before) is a register
 move and pays everywhere. Compilers merge their own repeated loads, so the
-drop-in looks for reuses only where one could not: loads written in inline
-assembly (`loads_in_inline_asm`; Triton writes every masked load so, and a
-stencil tile's neighbours are loaded again under other masks). Elsewhere,
-where no shuffle pays, the file is not even parsed.
+drop-in looks for reuses only where one could not: masked loads written in
+inline assembly (`masked_loads_in_inline_asm`; Triton writes every masked
+load so, and a stencil tile's neighbours are loaded again under other
+masks), and there only in kernels that load an address again under a
+predicate (`repeats_a_masked_load`). Elsewhere, where no shuffle pays,
+the file is not even parsed.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ptxasw import ir
 
 __all__ = [
     "CALIBRATED",
     "Costs",
     "NothingPaysPass",
     "costs_for",
-    "loads_in_inline_asm",
+    "masked_loads_in_inline_asm",
     "nothing_pays",
+    "repeats_a_masked_load",
     "site_cost",
     "unprofitable_reason",
 ]
@@ -101,15 +109,35 @@ def nothing_pays(arch: str | None, mode: str) -> bool:
 
 
 _INLINE_ASM = re.compile(r"//\s*begin inline asm(.*?)//\s*end inline asm", re.DOTALL)
+_MASKED_LOAD = re.compile(r"@!?%\w+\s+ld\.global")
 
 
-def loads_in_inline_asm(text: str) -> bool:
-    """Whether the PTX has a global load inside the markers compilers print
-    around inline assembly (``// begin inline asm``): a screen of the text
-    before any parsing, which nvcc, clang and Triton's LLVM all write."""
+def masked_loads_in_inline_asm(text: str) -> bool:
+    """Whether the PTX has a predicated global load inside the markers that
+    nvcc, clang and Triton's LLVM print around inline assembly (``// begin
+    inline asm``): a screen of the text, before any parsing. CUB's cache-hinted
+    loads are inline assembly too, but unmasked; its kernels need no parse."""
     if "inline asm" not in text:
         return False
-    return any("ld.global" in m.group(1) for m in _INLINE_ASM.finditer(text))
+    return any(_MASKED_LOAD.search(m.group(1)) for m in _INLINE_ASM.finditer(text))
+
+
+def repeats_a_masked_load(fn: ir.Function) -> bool:
+    """Whether a predicated global load of ``fn`` reads an address operand
+    that an earlier global load read: a compiler merges repeated loads of its
+    own, except across what may change memory or under another mask. A
+    screen for where a reuse may be found (the analysis decides)."""
+    from ptxasw.ir import isa
+
+    seen: set[object] = set()
+    for inst in fn.instructions():
+        if inst.opcode not in ("ld", "ldu") or isa.state_space(inst) != ".global" or len(inst.operands) < 2:
+            continue
+        address = inst.operands[1]
+        if inst.guard is not None and address in seen:
+            return True
+        seen.add(address)
+    return False
 
 
 def unprofitable_reason(arch: str | None, mode: str) -> str:
@@ -121,16 +149,25 @@ def unprofitable_reason(arch: str | None, mode: str) -> str:
 class NothingPaysPass:
     """What the drop-in runs instead of the synthesis where no shuffle can pay:
     it records that, and costs neither the analysis nor its imports (Z3 and
-    the emulator are most of a cold start)."""
+    the emulator are most of a cold start). With ``reuses`` (a maker of the
+    synthesis for the named kernels, N = 0 only), the kernels that load an
+    address again under a mask (`repeats_a_masked_load`) get that instead."""
 
     name = "shuffle-synthesis"
 
-    def __init__(self, arch: str | None, mode: str) -> None:
-        self.arch, self.mode = arch, mode
+    def __init__(
+        self, arch: str | None, mode: str, reuses: Callable[[set[str]], object] | None = None
+    ) -> None:
+        self.arch, self.mode, self.reuses = arch, mode, reuses
 
-    def run(self, module: object, analyses: object = None) -> object:
+    def run(self, module: object, analyses: object = None, deadline: object = None) -> object:
         from ptxasw.driver.pipeline import PassResult
 
+        if self.reuses is not None:
+            wanted = {fn.name for fn in getattr(module, "kernels", []) if repeats_a_masked_load(fn)}
+            if wanted:
+                synthesis = self.reuses(wanted)
+                return synthesis.run(module, analyses, deadline=deadline)  # type: ignore[attr-defined]
         kernels = len(getattr(module, "kernels", []))
         reason = unprofitable_reason(self.arch, self.mode)
         return PassResult(False, {"kernels": kernels, "unprofitable": kernels, "reason": reason})

@@ -248,10 +248,10 @@ class ShuffleSynthesisPass(FunctionPass):
         model = self.options.profit == "model"
         # A verdict measured by ``ptxasw tune`` overrides the cost model (`ptxasw.synth.tuned`).
         measured = tuned.lookup(self._module, fn, self.options) if model else None
-        reuses_only = self.options.max_delta == 0  # a reuse pays on every target
-        rules_out = model and not reuses_only and nothing_pays(self.options.arch, self.options.mode)
-        if measured is None and rules_out:
-            # No shuffle can pay on this target: the analysis would be wasted.
+        # No shuffle can pay on this target: the analysis would be wasted, but
+        # for reuses (N = 0: they pay everywhere; `ptxasw.synth.cost`).
+        rules_out = self.options.max_delta != 0 and nothing_pays(self.options.arch, self.options.mode)
+        if measured is None and model and rules_out:
             return {"kernels": 1, "unprofitable": 1}
         left = self._deadline.left()
         # Up to three analyses (detection's merged screen, the original path by
