@@ -14,8 +14,9 @@ accepts (the fail-open rule hid those; they are printer bugs).
     python benchmarks/fuzz.py --seeds DIR --cases 1000 # fuzz copied seeds
 
 Seeds: the compiled test corpus (``$PTXASW_CORPUS_CACHE``, built with nvcc if
-needed) and ``examples/*.ptx``, files under ``--max-seed-bytes``. Any finding
-is replayed by ``--only CASE`` with the same ``--seed`` and seeds;
+needed), Triton's PTX in ``tests/corpus/triton`` and ``examples/*.ptx``, files
+under ``--max-seed-bytes``. Any finding is replayed by ``--only CASE`` with the
+same ``--seed`` and seeds;
 ``--save DIR`` keeps the mutants that failed.
 """
 
@@ -39,8 +40,10 @@ from tests.fuzz.engine import Case, Options, Seed, Tally, run_case  # noqa: E402
 
 
 def corpus_seeds(max_bytes: int) -> list[Seed]:
-    """The compiled corpus (cached under $PTXASW_CORPUS_CACHE) and the examples."""
+    """The compiled corpus (cached under $PTXASW_CORPUS_CACHE), Triton's PTX
+    (`tests/corpus/triton`) and the examples."""
     seeds = [Seed.of(p) for p in sorted((REPO / "examples").glob("*.ptx"))]
+    seeds += [Seed.of(p) for p in sorted((REPO / "tests" / "corpus" / "triton").glob("*.ptx"))]
     from tests.corpus.build import build_corpus, have_nvcc
 
     if have_nvcc():

@@ -371,11 +371,14 @@ def _check_dropin(
     expected_rc = 128 - ref.rc if ref.rc < 0 else ref.rc
     if ours.rc != expected_rc:
         problems.append(f"exit {ours.rc} != ptxas's {ref.rc}")
+    record = _last_record(log)
     if ours.output is None or ref.output is None:
         if ours.output is not ref.output:
             problems.append("output file presence differs")
-    elif not same_cubin(ours.output, ref.output, layout_may_differ=forced) and _ptxas_repeats(
-        opts.ptxas, args, workdir / "ref-again", ref
+    elif (
+        not _synthesised(record)
+        and not same_cubin(ours.output, ref.output, layout_may_differ=forced)
+        and _ptxas_repeats(opts.ptxas, args, workdir / "ref-again", ref)
     ):
         problems.append("output file differs")
     if ours.out != ref.out:
@@ -389,11 +392,26 @@ def _check_dropin(
         found(command, "traceback", ours.err.decode("utf-8", "replace"))
     if problems:
         found(command, "wrong_output", "; ".join(problems) + f" (stderr: {ours.err[-200:]!r})")
+    return record is not None and "rejected" in record and ref.rc == 0
+
+
+def _last_record(log: Path) -> dict[str, Any] | None:
     try:
-        record = json.loads(log.read_text().splitlines()[-1])
+        return json.loads(log.read_text().splitlines()[-1])
     except (OSError, ValueError, IndexError):
-        return False
-    return "rejected" in record and ref.rc == 0
+        return None
+
+
+def _synthesised(record: dict[str, Any] | None) -> bool:
+    """Whether the drop-in kept a proven shuffle or reuse (by default, on sm_90,
+    only reuses of Triton-like masked loads): its code then differs from what
+    ptxas makes of the input by design; the proof, not the fuzzer, answers
+    for it (and `benchmarks/masked_campaign.py` runs such rewrites)."""
+    for entry in (record or {}).get("inputs", []):
+        for p in entry.get("passes", []):
+            if p.get("name") == "shuffle-synthesis" and p.get("shuffles"):
+                return True
+    return False
 
 
 #: ptxas 13.0 prints a different, made-up line number in this message on every run.
