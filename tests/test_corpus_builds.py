@@ -24,6 +24,7 @@ from tests.corpus.build import (
     CorpusFile,
     arch_at_least,
     build_corpus,
+    have_clang,
     have_llc,
     planned_jobs,
     validate_table,
@@ -60,7 +61,7 @@ def test_arch_order(arch: str, minimum: str, ok: bool) -> None:
 
 
 def test_every_file_built(corpus: list[CorpusFile]) -> None:
-    expected = {j.name for j in planned_jobs(include_llvm=have_llc())}
+    expected = {j.name for j in planned_jobs(include_llvm=have_llc(), include_openmp=have_clang())}
     assert {f.name for f in corpus} == expected
     for f in corpus:
         text = f.ptx_path.read_text()

@@ -12,6 +12,7 @@ ones that name files or only print. The drop-in passes its command line
 from __future__ import annotations
 
 import hashlib
+import re
 import subprocess
 import tempfile
 from collections.abc import Callable, Sequence
@@ -21,7 +22,15 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # the drop-in's fast path imports this module, and no IR
     from ptxasw import ir
 
-__all__ = ["CODE_OPTIONS", "PTX_LAYOUT_SECTIONS", "Assemble", "assembler", "code_of", "module_arch"]
+__all__ = [
+    "CODE_OPTIONS",
+    "PTX_LAYOUT_SECTIONS",
+    "Assemble",
+    "assembler",
+    "code_of",
+    "code_sections",
+    "module_arch",
+]
 
 #: PTX text -> what ptxas made of it (None: it failed or timed out).
 Assemble = Callable[[str], bytes | None]
@@ -70,9 +79,22 @@ PTX_LAYOUT_SECTIONS = frozenset(
 )
 
 
-def code_of(cubin: bytes) -> bytes:
-    """``cubin`` without its PTX-layout sections: every other section, by
-    name, in file order (equal for two cubins of the same code)."""
+#: A relocatable (``-c``) debug build names each function's PTX-text section
+#: after a hash of the text (``.nv_debug_ptx_txt.1640557740``, as clang's
+#: OpenMP offload builds with ``-g`` have it): the hash follows the layout too.
+_HASHED_NAME = re.compile(rb"(\.nv_debug_ptx_txt\.)(\d+)")
+_NAME_TABLES = frozenset({".shstrtab", ".strtab"})
+
+
+def _unhashed(data: bytes) -> bytes:
+    """``data`` with each hashed PTX-text section name's digits masked (same length)."""
+    return _HASHED_NAME.sub(lambda m: m.group(1) + b"#" * len(m.group(2)), data)
+
+
+def code_sections(cubin: bytes) -> dict[str, bytes] | None:
+    """``cubin``'s sections by name, in file order, without the PTX-layout
+    ones, and with the hashes in names of PTX-text sections masked (equal for
+    two cubins of the same code); None for what is not an ELF object."""
     import io
 
     from elftools.common.exceptions import ELFError
@@ -80,14 +102,24 @@ def code_of(cubin: bytes) -> bytes:
 
     try:
         elf = ELFFile(io.BytesIO(cubin))
-        parts = [
-            s.name.encode() + b"\0" + (s.data() if s["sh_type"] != "SHT_NOBITS" else b"")
-            for s in elf.iter_sections()
-            if s.name not in PTX_LAYOUT_SECTIONS
-        ]
+        found: dict[str, bytes] = {}
+        for s in elf.iter_sections():
+            if s.name in PTX_LAYOUT_SECTIONS or s.name.startswith(".nv_debug_ptx_txt."):
+                continue
+            data = s.data() if s["sh_type"] != "SHT_NOBITS" else b""
+            found[s.name] = _unhashed(data) if s.name in _NAME_TABLES else data
+        return found
     except (ELFError, ValueError):
-        return cubin  # not an ELF object: compared whole
-    return b"\1".join(parts)
+        return None
+
+
+def code_of(cubin: bytes) -> bytes:
+    """``cubin`` as `code_sections` keeps it, in one string (equal for two
+    cubins of the same code; a non-ELF input is compared whole)."""
+    found = code_sections(cubin)
+    if found is None:
+        return cubin
+    return b"\1".join(name.encode() + b"\0" + data for name, data in found.items())
 
 
 def assembler(command: Sequence[str], timeout_s: float = 60.0, remember: int = 8) -> Assemble:

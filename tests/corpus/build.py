@@ -2,9 +2,10 @@
 
 Hand-written PTX only exercises what its author thought of; the PTX that nvcc
 and LLVM actually print has directives, modifiers, comments and layouts nobody
-remembers to write by hand. So the corpus is CUDA and LLVM IR sources kept in
-this directory, compiled here, at test time, by the real tool chains, in several
-configurations (architectures, -G, -lineinfo, -rdc, -use_fast_math).
+remembers to write by hand. So the corpus is CUDA, LLVM IR and OpenMP C sources
+kept in this directory, compiled here, at test time, by the real tool chains, in
+several configurations (architectures, -G, -lineinfo, -rdc, -use_fast_math;
+clang's OpenMP offload at -O2 and at -O0 -g).
 
 Compiling is slow (nvcc takes about a second per file), so results are cached:
 each PTX file name carries a hash of the exact command and the compiler version,
@@ -33,6 +34,7 @@ from collections.abc import Iterable, Sequence
 CORPUS_DIR = pathlib.Path(__file__).resolve().parent
 CUDA_DIR = CORPUS_DIR / "cuda"
 LLVM_DIR = CORPUS_DIR / "llvm"
+OPENMP_DIR = CORPUS_DIR / "openmp"
 
 # nvcc's device code defaults to -O3 already; saying it keeps the command explicit.
 NVCC_BASE_FLAGS: tuple[str, ...] = ("--ptx", "-O3")
@@ -154,6 +156,17 @@ LLVM_SOURCES: tuple[str, ...] = (
 )
 
 
+# clang's OpenMP offload for NVPTX, device code only, without the device
+# runtime (-nogpulib: its __kmpc_* calls stay extern, so ptxas needs -c).
+# The -g build names its PTX-text sections after a hash of the text.
+CLANG = "clang-19"
+OPENMP_CONFIGS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("sm_90", "O2", ("-O2",)),
+    ("sm_80", "O0g", ("-O0", "-g")),
+)
+OPENMP_SOURCES: tuple[str, ...] = ("omp_offload.c",)
+
+
 class CorpusBuildError(RuntimeError):
     """Raised when one or more corpus files fail to compile."""
 
@@ -253,12 +266,25 @@ def _llvm_jobs(files: Sequence[str]) -> list[_Job]:
     return jobs
 
 
-def planned_jobs(include_llvm: bool = True) -> list[_Job]:
+def _openmp_jobs(files: Sequence[str]) -> list[_Job]:
+    jobs: list[_Job] = []
+    for fname in files:
+        src = OPENMP_DIR / fname
+        for arch, tag, opt in OPENMP_CONFIGS:
+            flags = (*opt, "-fopenmp", f"--offload-arch={arch}", "--offload-device-only", "-S", "-nogpulib")
+            argv = (CLANG, *flags, str(src))
+            jobs.append(_Job(f"{src.stem}.omp.{arch}.{tag}", src, CLANG, flags, arch, ("-c",), argv))
+    return jobs
+
+
+def planned_jobs(include_llvm: bool = True, include_openmp: bool = True) -> list[_Job]:
     """Every build the corpus consists of, in a stable order."""
     validate_table()
     jobs = _cuda_jobs(CUDA_SOURCES)
     if include_llvm:
         jobs += _llvm_jobs(LLVM_SOURCES)
+    if include_openmp:
+        jobs += _openmp_jobs(OPENMP_SOURCES)
     names = [j.name for j in jobs]
     if len(names) != len(set(names)):
         raise ValueError("duplicate corpus names")
@@ -307,14 +333,21 @@ def have_llc() -> bool:
     return shutil.which("llc") is not None
 
 
+def have_clang() -> bool:
+    """Whether this machine can build the OpenMP offload part of the corpus."""
+    return shutil.which(CLANG) is not None
+
+
 def build_corpus(
     cache_dir: pathlib.Path,
     include_llvm: bool | None = None,
     jobs: int | None = None,
+    include_openmp: bool | None = None,
 ) -> list[CorpusFile]:
     """Compile (or reuse) every corpus file into ``cache_dir``.
 
-    ``include_llvm`` defaults to "when llc is installed". Raises
+    ``include_llvm`` defaults to "when llc is installed", ``include_openmp``
+    to "when clang-19 is installed". Raises
     :class:`CorpusBuildError` listing every failed command, after letting the
     other jobs finish, so one broken source does not hide the rest.
     """
@@ -322,9 +355,11 @@ def build_corpus(
         raise CorpusBuildError("nvcc not found on PATH")
     if include_llvm is None:
         include_llvm = have_llc()
+    if include_openmp is None:
+        include_openmp = have_clang()
     cache_dir = pathlib.Path(cache_dir)
     cache_dir.mkdir(parents=True, exist_ok=True)
-    plan = planned_jobs(include_llvm)
+    plan = planned_jobs(include_llvm, include_openmp)
     outs = [_cache_path(cache_dir, j) for j in plan]
     workers = jobs or os.cpu_count() or 2
     errors: list[str] = []
@@ -365,7 +400,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     for f in files:
         lines = _count_lines(f.ptx_path)
         total += lines
-        flags = " ".join(f.flags) if f.compiler == "nvcc" else f.flags[-1]
+        # nvcc's configuration flags; llc's -mattr; clang's optimisation level
+        if f.compiler == "nvcc":
+            flags = " ".join(f.flags)
+        else:
+            flags = f.flags[-1] if f.compiler == "llc" else f.flags[0]
         print(f"{f.name:<{width}}  {f.compiler:<8} {f.arch:<8} {flags:<22} {lines:>7}  {f.ptx_path}")
     print(f"{len(files)} files, {total} PTX lines, {elapsed:.1f} s")
     return 0

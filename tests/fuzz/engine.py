@@ -422,10 +422,6 @@ def _stable(err: bytes) -> bytes:
     return _UNSTABLE.sub(rb"\1N", err)
 
 
-#: ptxas names a function-scope ``.global``/``.const`` after the PTX line that declares it.
-_LINE_NAMED = re.compile(rb"(\$__[^\0]*?__)\d+(?=\0)")
-
-
 def same_cubin(a: bytes, b: bytes, *, layout_may_differ: bool) -> bool:
     """Byte-equal, or (for our reprint) equal but for what depends on the PTX
     text's layout: the debug sections of -G/-lineinfo builds (see
@@ -435,16 +431,9 @@ def same_cubin(a: bytes, b: bytes, *, layout_may_differ: bool) -> bool:
         return True
     if not layout_may_differ:
         return False
-    from tests.cubin import differing_sections, sections
+    from tests.cubin import same_code
 
-    differ = set(differing_sections(a, b))
-    sa, sb = sections(a), sections(b)
-    strtab_a, strtab_b = sa.get(".strtab", b""), sb.get(".strtab", b"")
-    # a name of another length moves the others' offsets, and so the symbol table
-    layout = {".strtab", ".symtab"} if len(strtab_a) != len(strtab_b) else {".strtab"}
-    if differ - layout:
-        return False
-    return _LINE_NAMED.sub(rb"\1N", strtab_a) == _LINE_NAMED.sub(rb"\1N", strtab_b)
+    return same_code(a, b)
 
 
 def _ptxas_repeats(ptxas: str, args: list[str], outdir: Path, first: _Run) -> bool:
