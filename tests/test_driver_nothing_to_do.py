@@ -312,3 +312,20 @@ def test_an_any_input_entry_does_not_serve_inline_asm(shadow: Shadow, kernel: Pa
     call = shadow.run("-arch", "sm_90", triton, "-o", out)
     assert call.rc == 0 and not call.fast, call.stderr
     assert out.read_text().count("ld.global") == triton.read_text().count("ld.global") - 3
+
+
+def test_inline_asm_without_masked_loads_gets_an_entry_of_its_own(
+    shadow: Shadow, kernel: Path, tmp_path: Path
+) -> None:
+    """CUB's cache-hinted loads are inline assembly: the script does not take
+    the any-input entry for such a file, Python finds nothing to screen, and
+    records the file, so that its rebuild runs no Python."""
+    out = tmp_path / "out.cubin"
+    shadow.run("-arch", "sm_90", kernel, "-o", out)
+    hinted = kernel.parent / "hinted.ptx"
+    hinted.write_text(MINI_PTX + "\n// begin inline asm\n// end inline asm\n")
+    first = shadow.run("-arch", "sm_90", hinted, "-o", out)
+    assert first.rc == 0 and not first.fast, first.stderr
+    assert len(shadow.entries()) == 2  # the any-input entry and this file's own
+    again = shadow.run("-arch", "sm_90", hinted, "-o", out)
+    assert again.fast and out.read_text() == hinted.read_text()

@@ -1520,14 +1520,18 @@ def _record_any_input_entry(payload: str, argv: Sequence[str], args: Sequence[Ar
     PTX under this command line's key (`ptxasw.driver.cache.write_any_input_entry`):
     the pipeline was not run because it could change nothing, whatever the
     text. Same checks of the script's reading as `_record_fast_entry`; never
-    fails the build."""
+    fails the build. The script takes no any-input entry for PTX with inline
+    assembly (Python screens it for masked loads): such a file gets its own."""
     try:
-        from ptxasw.driver.cache import write_any_input_entry
+        from ptxasw.driver.cache import write_any_input_entry, write_fast_entry
 
         inputs = ptx_inputs(args)
         request = _agreed_request(payload, argv, args, inputs[0]) if len(inputs) == 1 else None
         if request is not None:
             write_any_input_entry(request, visited)
+            data = Path(inputs[0].value or "").read_bytes()
+            if b"inline asm" in data:
+                write_fast_entry(request, data, None, visited)
     except Exception:  # a fast entry is an optimisation: never let it fail the build
         return
 

@@ -207,15 +207,15 @@ ptxasw_fast() {
     [ ${#h1} = 64 ] && [ ${#h2} = 64 ] || return 1
     ptxasw_req="@PROTOCOL@$nl$h1$nl$h2$nl$ix$nl${outs# }$nl$arch$nl$c$nl$t"
     # An entry for any PTX under this key (the pipeline could change nothing,
-    # whatever the text), else one for this very file.
+    # whatever the text), else one for this very file. Not for PTX with inline
+    # assembly: a reuse of its masked loads pays on any target, so Python decides
+    # (`ptxasw.synth.cost.masked_loads_in_inline_asm`) and records this file.
     e=$c/fast/$h1/@ANY@
-    [ -f "$e" ] || e=$c/fast/$h1/$h2
+    if [ -f "$e" ] && ! grep -q -F 'inline asm' "$f"; then :; else e=$c/fast/$h1/$h2; fi
     [ -f "$e" ] || return 1
     { IFS= read -r m && IFS= read -r w && IFS= read -r v && IFS= read -r z; } 2>/dev/null <"$e" || return 1
     [ "$m" = @MAGIC@ ] && [ "$z" = end ] && [ -n "$v" ] || return 1
-    # Not for PTX with inline assembly: a reuse of its loads pays on any target
-    # (`ptxasw.synth.cost.masked_loads_in_inline_asm` decides, in Python).
-    case $e in */@ANY@) [ "$w" = unchanged ] && ! grep -q -F 'inline asm' "$f" || return 1 ;; esac
+    case $e in */@ANY@) [ "$w" = unchanged ] || return 1 ;; esac
     case $w in
     unchanged) ;;
     /*)
