@@ -26,7 +26,14 @@ from pathlib import Path
 import pytest
 
 from ptxasw.driver import cache as cache_mod
-from ptxasw.driver.cache import FAST_KEYED_ENV, FAST_MAGIC, FAST_SKIP_ENV, FastRequest, write_fast_entry
+from ptxasw.driver.cache import (
+    FAST_ANY_INPUT,
+    FAST_KEYED_ENV,
+    FAST_MAGIC,
+    FAST_SKIP_ENV,
+    FastRequest,
+    write_fast_entry,
+)
 from ptxasw.driver.ptxas import PTXAS_SHIM_MARKER, is_our_shim
 from ptxasw.driver.toolkit import ptxas_script
 from tests.test_wrapper import MINI_PTX  # the one-load kernel of the drop-in tests
@@ -227,8 +234,11 @@ def test_unchanged_input_hits_and_assembles_the_users_file(
     assert second.stderr == first.stderr == ""
     # The loop guard is set as Python sets it for ptxas.
     assert second.visited == first.visited == str(sh.real.resolve())
-    (entry,) = sh.entries()
-    assert entry.read_text().splitlines() == [FAST_MAGIC, "unchanged", str(sh.real.resolve()), "end"]
+    # The any-input entry Python wrote, and the file's own the hit linked to it.
+    entries = sh.entries()
+    assert sorted(e.name == FAST_ANY_INPUT for e in entries) == [False, True]
+    for entry in entries:
+        assert entry.read_text().splitlines() == [FAST_MAGIC, "unchanged", str(sh.real.resolve()), "end"]
 
 
 def test_rewritten_input_hits_with_the_stored_rewrite(shadow: Shadow, jacobi: Path, tmp_path: Path) -> None:

@@ -1520,8 +1520,9 @@ def _record_any_input_entry(payload: str, argv: Sequence[str], args: Sequence[Ar
     PTX under this command line's key (`ptxasw.driver.cache.write_any_input_entry`):
     the pipeline was not run because it could change nothing, whatever the
     text. Same checks of the script's reading as `_record_fast_entry`; never
-    fails the build. The script takes no any-input entry for PTX with inline
-    assembly (Python screens it for masked loads): such a file gets its own."""
+    fails the build. The script takes no any-input entry where it cannot tell
+    that a file with inline assembly has no masked load in it (no ``awk``):
+    such a file gets its own entry too."""
     try:
         from ptxasw.driver.cache import write_any_input_entry, write_fast_entry
 

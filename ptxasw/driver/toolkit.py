@@ -206,16 +206,26 @@ ptxasw_fast() {
     case $h1$h2 in *[!0-9a-f]*) return 1 ;; esac
     [ ${#h1} = 64 ] && [ ${#h2} = 64 ] || return 1
     ptxasw_req="@PROTOCOL@$nl$h1$nl$h2$nl$ix$nl${outs# }$nl$arch$nl$c$nl$t"
-    # An entry for any PTX under this key (the pipeline could change nothing,
-    # whatever the text), else one for this very file. Not for PTX with inline
-    # assembly: a reuse of its masked loads pays on any target, so Python decides
-    # (`ptxasw.synth.cost.masked_loads_in_inline_asm`) and records this file.
-    e=$c/fast/$h1/@ANY@
-    if [ -f "$e" ] && ! grep -q -F 'inline asm' "$f"; then :; else e=$c/fast/$h1/$h2; fi
+    # This very file's entry, else one for any PTX under this key (the pipeline
+    # could change nothing, whatever the text), but not for PTX with a masked
+    # global load in inline assembly (awk exits 0 when it finds one, 1 when it
+    # does not; `ptxasw.synth.cost.masked_loads_in_inline_asm` is the same test):
+    # a reuse of such loads pays on any target, so Python decides. A file the
+    # any-input entry served gets it as its own (a link), so that its rebuilds
+    # skip the screen.
+    e=$c/fast/$h1/$h2
+    own=
+    if [ ! -f "$e" ] && [ -f "$c/fast/$h1/@ANY@" ]; then
+        awk '/begin inline asm/ { a = 1 } /end inline asm/ { a = 0 }
+            a && /@!?%[A-Za-z0-9_]+[ \t]+ld\.global/ { f = 1; exit }
+            END { exit !f }' "$f" 2>/dev/null
+        [ $? = 1 ] && own=$e && e=$c/fast/$h1/@ANY@
+    fi
     [ -f "$e" ] || return 1
     { IFS= read -r m && IFS= read -r w && IFS= read -r v && IFS= read -r z; } 2>/dev/null <"$e" || return 1
     [ "$m" = @MAGIC@ ] && [ "$z" = end ] && [ -n "$v" ] || return 1
     case $e in */@ANY@) [ "$w" = unchanged ] || return 1 ;; esac
+    [ -z "$own" ] || ln "$e" "$own" 2>/dev/null
     case $w in
     unchanged) ;;
     /*)
