@@ -19,6 +19,7 @@ registers. Two things are added here:
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -385,25 +386,15 @@ def without_signed_wrap(terms: Iterable[z3.ExprRef]) -> tuple[list[z3.ExprRef], 
     wrap. A predicate's bounds check then implies another's the way the
     integers do (``0 < i < n - 1`` gives ``i + 1 < n``, false at
     ``n = INT_MIN`` in 32 bits). The flag says whether anything was replaced."""
-    pairs: list[tuple[z3.ExprRef, z3.ExprRef]] = []
-    seen: set[int] = set()
-    terms = list(terms)
-    stack = list(terms)
-    while stack:
-        e = stack.pop()
-        if e.get_id() in seen or not z3.is_app(e):
-            continue
-        seen.add(e.get_id())
+
+    def widened(e: z3.ExprRef) -> z3.ExprRef | None:
         kind = e.decl().kind()
-        if kind in _SIGNED_COMPARISONS and e.arg(0).size() == 32 and any(_is_arith(k) for k in e.children()):
-            x, y = (_wide_sum(k) for k in e.children())
-            wide = {z3.Z3_OP_SLT: x < y, z3.Z3_OP_SLEQ: x <= y, z3.Z3_OP_SGT: x > y, z3.Z3_OP_SGEQ: x >= y}
-            pairs.append((e, wide[kind]))
-            continue
-        stack.extend(e.children())
-    if not pairs:
-        return terms, False
-    return [z3.substitute(t, *pairs) for t in terms], True
+        if kind not in _SIGNED_COMPARISONS or e.arg(0).size() != 32 or not any(map(_is_arith, e.children())):
+            return None
+        x, y = (_wide_sum(k) for k in e.children())
+        return {z3.Z3_OP_SLT: x < y, z3.Z3_OP_SLEQ: x <= y, z3.Z3_OP_SGT: x > y, z3.Z3_OP_SGEQ: x >= y}[kind]
+
+    return _replaced(terms, widened)
 
 
 def _wide_sum(e: z3.ExprRef) -> BV:
@@ -423,21 +414,38 @@ def _wide_sum(e: z3.ExprRef) -> BV:
 def _products_as_symbols(terms: list[z3.ExprRef]) -> list[z3.ExprRef]:
     """``terms`` with each product of two non-constants replaced by one fresh
     symbol per distinct product."""
-    pairs: dict[int, tuple[z3.ExprRef, z3.ExprRef]] = {}
+    names = itertools.count()
+
+    def symbol(e: z3.ExprRef) -> z3.ExprRef | None:
+        if not z3.is_app_of(e, z3.Z3_OP_BMUL) or sum(not z3.is_bv_value(k) for k in e.children()) < 2:
+            return None
+        return z3.BitVec(f"product!{next(names)}", e.size())
+
+    return _replaced(terms, symbol)[0]
+
+
+def _replaced(
+    terms: Iterable[z3.ExprRef], replace: Callable[[z3.ExprRef], z3.ExprRef | None]
+) -> tuple[list[z3.ExprRef], bool]:
+    """``terms`` with each outermost node that ``replace`` maps (asked once
+    per node) put for what it maps to; the flag says whether any was."""
+    pairs: list[tuple[z3.ExprRef, z3.ExprRef]] = []
     seen: set[int] = set()
+    terms = list(terms)
     stack = list(terms)
     while stack:
         e = stack.pop()
         if e.get_id() in seen or not z3.is_app(e):
             continue
         seen.add(e.get_id())
-        if z3.is_app_of(e, z3.Z3_OP_BMUL) and sum(not z3.is_bv_value(k) for k in e.children()) > 1:
-            pairs[e.get_id()] = (e, z3.BitVec(f"product!{len(pairs)}", e.size()))
+        new = replace(e)
+        if new is not None:
+            pairs.append((e, new))
             continue
         stack.extend(e.children())
     if not pairs:
-        return terms
-    return [z3.substitute(t, *pairs.values()) for t in terms]
+        return terms, False
+    return [z3.substitute(t, *pairs) for t in terms], True
 
 
 def _has_functions(claim: z3.ExprRef, hypotheses: Sequence[z3.ExprRef]) -> bool:
