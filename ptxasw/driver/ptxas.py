@@ -1502,8 +1502,9 @@ def _may_reuse(inputs: Sequence[Arg]) -> bool:
         if settings.synthesis_settings()["synth"] == "0":
             return False
         for arg in inputs:
+            text: str | bytes
             if arg.kind == "input":
-                text = Path(arg.value or "").read_bytes().decode("utf-8", "surrogateescape")
+                text = Path(arg.value or "").read_bytes()
             elif arg.kind == "ias":
                 text = arg.value or ""
             else:

@@ -88,7 +88,6 @@ class _Generator:
         self.sources: dict[int, ir.Register] = {}
         self.right: ir.Register | None = None
         self.left: ir.Register | None = None
-        self.mask: ir.Operand | int = 0xFFFFFFFF  # the member mask of the shuffle being emitted
 
     # ---- once per kernel ----------------------------------------------------------------------
     def prologue(self, deltas: set[int]) -> None:
@@ -144,12 +143,12 @@ class _Generator:
             mov = b.mov(dst, src)
             b.replace(load, [mov])
             return Site(v, mov, dst, src)
-        fallback, code = self._corner_test(delta)
+        fallback, mask, code = self._corner_test(delta)
         # The fallback load reads its address after the shuffle wrote dst:
         # shuffle into a temporary when dst is part of the address.
         clash = fallback is not None and self.mode == "normal" and _address_uses(load, dst)
         target = b.fresh(b.declared_type(dst) or ".b32", "shv") if clash else dst
-        code += self._shuffle(target, src, delta, self.mask)
+        code += self._shuffle(target, src, delta, mask)
         if fallback is not None and self.mode == "normal":
             code.append(b.copy(load, guard=ir.Guard(fallback)))
             if clash:
@@ -167,8 +166,8 @@ class _Generator:
         if v.status is Status.REUSE:
             code.append(b.mov(value, src))
         else:
-            fallback, code = self._corner_test(v.delta)
-            code += self._shuffle(value, src, v.delta, self.mask)
+            fallback, mask, code = self._corner_test(v.delta)
+            code += self._shuffle(value, src, v.delta, mask)
             if fallback is not None and self.mode == "normal":
                 runs = guard.predicate
                 if guard.negated:
@@ -182,27 +181,25 @@ class _Generator:
         b.replace(load, code)
         return Site(v, last, value, src)
 
-    def _corner_test(self, delta: int) -> tuple[ir.Register | None, list[ir.Instruction]]:
+    def _corner_test(self, delta: int) -> tuple[ir.Register | None, ir.Operand | int, list[ir.Instruction]]:
         """The predicate of the lanes that load for themselves (an incomplete
-        warp, or no lane ``laneid + N`` in this warp and row) and its code;
-        None in mode ``nocorner``. Sets the shuffle's member mask."""
+        warp, or no lane ``laneid + N`` in this warp and row), the shuffle's
+        member mask (the active lanes) and their code; in mode ``nocorner``
+        no predicate, the full mask and no code."""
         b = self.b
-        code: list[ir.Instruction] = []
-        self.mask = 0xFFFFFFFF
         if self.mode == "nocorner":
-            return None, code
+            return None, 0xFFFFFFFF, []
         active, incomplete, edge = b.fresh(".b32", "m"), b.fresh_pred("inc"), b.fresh_pred("oor")
         fallback = b.fresh_pred("p")
         room = self.right if delta > 0 else self.left
         assert room is not None
-        code += [
+        code = [
             b.activemask(active),
             b.setp("ne", incomplete, active, -1, ".b32"),
             b.setp("lt", edge, room, abs(delta), ".u32"),
             b.instruction("or", [".pred"], [fallback, incomplete, edge]),
         ]
-        self.mask = active
-        return fallback, code
+        return fallback, active, code
 
     def _shuffle(
         self, dst: ir.Register, src: ir.Register, delta: int, mask: ir.Operand | int

@@ -112,11 +112,16 @@ _INLINE_ASM = re.compile(r"//\s*begin inline asm(.*?)//\s*end inline asm", re.DO
 _MASKED_LOAD = re.compile(r"@!?%\w+\s+ld\.global")
 
 
-def masked_loads_in_inline_asm(text: str) -> bool:
+def masked_loads_in_inline_asm(text: str | bytes) -> bool:
     """Whether the PTX has a predicated global load inside the markers that
     nvcc, clang and Triton's LLVM print around inline assembly (``// begin
     inline asm``): a screen of the text, before any parsing. CUB's cache-hinted
-    loads are inline assembly too, but unmasked; its kernels need no parse."""
+    loads are inline assembly too, but unmasked; its kernels need no parse.
+    A file's bytes are decoded only where the markers are."""
+    if isinstance(text, bytes):
+        if b"inline asm" not in text:
+            return False
+        text = text.decode("utf-8", "surrogateescape")
     if "inline asm" not in text:
         return False
     return any(_MASKED_LOAD.search(m.group(1)) for m in _INLINE_ASM.finditer(text))

@@ -466,7 +466,7 @@ class _Detector:
             shifted = shift_thread(source_guard, delta)
             if self.prover.proves(hypotheses, shifted) is True:
                 return True, False
-            return self.prover.decide_without_wrap(hypotheses, shifted) is True, True
+            return self.prover.proves_without_wrap(hypotheses, shifted), True
         if load_guard is None:
             return False, False
         return source_guard.eq(load_guard) or self.prover.proves(hypotheses, source_guard) is True, False

@@ -448,6 +448,20 @@ def _replaced(
     return [z3.substitute(t, *pairs) for t in terms], True
 
 
+def _without_wrap_query(
+    hypotheses: Sequence[z3.BoolRef], claim: z3.BoolRef
+) -> tuple[list[z3.BoolRef], z3.BoolRef] | None:
+    """The hypotheses and claim with signed comparisons widened
+    (`without_signed_wrap`) and products of unknowns as symbols (one value to
+    the bounds checks: it spares the solver the multiplier, and a claim true
+    of any value is true of the product); None where nothing was widened."""
+    (*wide_hypotheses, wide_claim), changed = without_signed_wrap([*hypotheses, claim])
+    if not changed:
+        return None
+    *wide_hypotheses, wide_claim = _products_as_symbols([*wide_hypotheses, wide_claim])
+    return wide_hypotheses, wide_claim
+
+
 def _has_functions(claim: z3.ExprRef, hypotheses: Sequence[z3.ExprRef]) -> bool:
     """Whether uninterpreted functions (loads, float operations) occur: then
     the solver needs more than bit-vectors."""
@@ -715,14 +729,14 @@ class Prover:
     def decide_without_wrap(self, hypotheses: Sequence[z3.BoolRef], cond: z3.BoolRef) -> bool | None:
         """`decide` with the signed comparisons taken without wrap
         (`without_signed_wrap`); None also where nothing was widened."""
-        (*wide_hypotheses, wide_cond), changed = without_signed_wrap([*hypotheses, cond])
-        if not changed:
-            return None
-        # A product of unknowns is one value to the bounds checks: as a fresh
-        # symbol it spares the solver the multiplier (and a claim true of any
-        # value is true of the product).
-        *wide_hypotheses, wide_cond = _products_as_symbols([*wide_hypotheses, wide_cond])
-        return self.decide(wide_hypotheses, wide_cond)
+        query = _without_wrap_query(hypotheses, cond)
+        return None if query is None else self.decide(*query)
+
+    def proves_without_wrap(self, hypotheses: Sequence[z3.BoolRef], claim: z3.BoolRef) -> bool:
+        """Whether `proves` holds with the signed comparisons taken without wrap
+        (False also where nothing was widened)."""
+        query = _without_wrap_query(hypotheses, claim)
+        return query is not None and self.proves(*query) is True
 
     def _stages(self, hypotheses: Sequence[z3.BoolRef], claim: z3.BoolRef) -> list[list[z3.BoolRef]]:
         """The hypothesis sets `proves` tries, cheapest first (each a subset of the last)."""
