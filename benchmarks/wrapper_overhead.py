@@ -7,6 +7,12 @@ ways over a set of PTX files and prints per-file times and the ratios. With
 shuffle synthesis on (the default pipeline), the goals are at most 2x plain
 ptxas with a cold result cache and at most 1.2x with a warm one.
 
+Every way runs byte-compiled code, as a pip install or ``ptxasw toolkit create``
+leaves it (the script writes the checkout's and the snapshot's ``.pyc`` files
+first): where ``PYTHONDONTWRITEBYTECODE`` is set, as on our CI machine, Python
+would otherwise compile some forty modules in every run (~0.15 s), and the
+figures before 2026-11-27 include that.
+
 The ways, per file (medians over ``--repeat`` rounds in which each way runs once,
 after one priming run of each):
 
@@ -156,10 +162,11 @@ def shadow_script(real: Path, tmp: Path) -> tuple[Path, Path]:
     build does not edit ptxasw while it runs. Returns (script, snapshot's parent).
     """
     sys.path.insert(0, str(REPO))
-    from ptxasw.driver.toolkit import ptxas_script
+    from ptxasw.driver.toolkit import byte_compile, ptxas_script
 
     site = tmp / "site"
     shutil.copytree(REPO / "ptxasw", site / "ptxasw", ignore=shutil.ignore_patterns("__pycache__"))
+    byte_compile(site / "ptxasw")  # as `ptxasw toolkit create` does for the package it runs
     script = tmp / "shadow-bin" / "ptxas"
     script.parent.mkdir()
     script.write_text(ptxas_script(real, package=site / "ptxasw"))
@@ -180,6 +187,12 @@ def measure(
     if pipeline:
         env["PTXASW_PIPELINE"] = pipeline
     startup, _ = median_ms([sys.executable, "-P", "-c", "pass"], env, repeat)
+    # The checkout's bytecode, as a pip install writes it: without it, an environment
+    # with PYTHONDONTWRITEBYTECODE (this VM's) compiles ~40 modules in every run.
+    sys.path.insert(0, str(REPO))
+    from ptxasw.driver.toolkit import byte_compile
+
+    byte_compile(REPO / "ptxasw")
     rows = []
     with tempfile.TemporaryDirectory(prefix="ptxasw-bench-") as tmp:
         script, site = shadow_script(real, Path(tmp))

@@ -25,6 +25,7 @@ from ptxasw.cli.toolkit import toolkit_group
 from ptxasw.driver.toolkit import (
     SHADOW_MARKER,
     ToolkitError,
+    byte_compile,
     create_shadow_toolkit,
     find_cuda_toolkit,
     ptxas_script,
@@ -139,6 +140,22 @@ def test_shadow_is_refused_over_other_files_and_remade_over_a_shadow(tmp_path: P
     # a shadow of a shadow mirrors the real toolkit
     again = create_shadow_toolkit(tmp_path / "shadow2", dest)
     assert json.loads((again / SHADOW_MARKER).read_text())["cuda"] == str(cuda.resolve())
+
+
+def test_byte_compile_writes_the_packages_bytecode(tmp_path: Path) -> None:
+    """Where Python may not write bytecode on import (PYTHONDONTWRITEBYTECODE), every
+    ptxas call would compile the package again; a shadow's creation writes it once."""
+    import importlib.util
+
+    import ptxasw
+
+    package = tmp_path / "site" / "ptxasw"
+    shutil.copytree(Path(ptxasw.__file__).parent, package, ignore=shutil.ignore_patterns("__pycache__"))
+    wrapper = package / "driver" / "ptxas.py"
+    assert not Path(importlib.util.cache_from_source(str(wrapper))).exists()
+    assert byte_compile(package)
+    assert Path(importlib.util.cache_from_source(str(wrapper))).is_file()
+    assert not byte_compile(tmp_path / "nothing-here")
 
 
 def test_find_cuda_toolkit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
