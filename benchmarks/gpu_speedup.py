@@ -119,14 +119,18 @@ def parse_ptxas_verbose(stderr: str, symbol: str) -> Resources:
     return Resources(int(regs.group(1)), stores, loads, stack)
 
 
-def ptxas_verbose(ptx: Path, symbol: str, cubin: Path | None = None, fmad: bool = True) -> Resources:
-    """Assemble ``ptx`` with the real ``ptxas -arch=sm_90 -v`` (into ``cubin`` if given)."""
+def ptxas_verbose(
+    ptx: Path, symbol: str, cubin: Path | None = None, fmad: bool = True, options: Sequence[str] = ()
+) -> Resources:
+    """Assemble ``ptx`` with the real ``ptxas -arch=sm_90 -v`` (into ``cubin`` if given);
+    ``options``: more ptxas options (``-maxrregcount=64``)."""
     ptxas = shutil.which("ptxas")
     if ptxas is None:
         raise BenchError("ptxas not found on PATH")
     with tempfile.TemporaryDirectory(prefix="ptxasw-speedup-") as scratch:
         out = cubin or Path(scratch) / f"{ptx.stem}.cubin"
-        cmd = [ptxas, f"-arch={ARCH}", "-v", *([] if fmad else ["--fmad=false"]), str(ptx), "-o", str(out)]
+        fma = [] if fmad else ["--fmad=false"]
+        cmd = [ptxas, f"-arch={ARCH}", "-v", *fma, *options, str(ptx), "-o", str(out)]
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         first = (proc.stderr.strip().splitlines() or ["no message"])[0]
@@ -303,7 +307,12 @@ class Backend(Protocol):
     def device(self) -> str: ...
 
     def load(
-        self, ptx: Path, symbol: str, fmad: bool = True, pins: list[Any] | None = None
+        self,
+        ptx: Path,
+        symbol: str,
+        fmad: bool = True,
+        pins: list[Any] | None = None,
+        options: Sequence[str] = (),
     ) -> tuple[Any, Resources | None]:
         """A launchable kernel of ``ptx`` and its resources (None where unknown).
         ``pins``: the rounding ptxas gives the original (`ptxasw.synth.pinning`),
@@ -357,11 +366,17 @@ class CupyBackend:
         return self.cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
 
     def load(
-        self, ptx: Path, symbol: str, fmad: bool = True, pins: list[Any] | None = None
+        self,
+        ptx: Path,
+        symbol: str,
+        fmad: bool = True,
+        pins: list[Any] | None = None,
+        options: Sequence[str] = (),
     ) -> tuple[Any, Resources | None]:
-        cubin = self.work / f"{ptx.stem}{'' if fmad else '.nofma'}.cubin"
+        tag = "".join(o.strip("-").replace("=", "") for o in options)
+        cubin = self.work / f"{ptx.stem}{'' if fmad else '.nofma'}{'.' + tag if tag else ''}.cubin"
         try:
-            res: Resources | None = ptxas_verbose(ptx, symbol, cubin, fmad)
+            res: Resources | None = ptxas_verbose(ptx, symbol, cubin, fmad, options)
             module = self.cp.RawModule(path=str(cubin))
         except (BenchError, OSError) as exc:
             print(f"gpu_speedup: {ptx.name}: {exc}; loading the PTX through the driver", file=sys.stderr)
@@ -473,13 +488,19 @@ class InterpBackend:
         return "ptxasw concrete interpreter (CPU)"
 
     def load(
-        self, ptx: Path, symbol: str, fmad: bool = True, pins: list[Any] | None = None
+        self,
+        ptx: Path,
+        symbol: str,
+        fmad: bool = True,
+        pins: list[Any] | None = None,
+        options: Sequence[str] = (),
     ) -> tuple[Any, Resources | None]:
         """``pins``: the original's rounding as ptxas chooses it, written out
-        before the interpreter runs it (the interpreter does not fuse)."""
+        before the interpreter runs it (the interpreter does not fuse; nor do
+        register limits, ``options``, change what it computes)."""
         from ptxasw.synth.pinning import pin_like
 
-        res = ptxas_verbose(ptx, symbol) if shutil.which("ptxas") else None
+        res = ptxas_verbose(ptx, symbol, options=options) if shutil.which("ptxas") else None
         module = suite.load_module(ptx)
         pin_like(module, symbol, [tuple(p) for p in pins or ()])
         return (module, symbol), res
