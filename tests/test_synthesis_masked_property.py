@@ -36,7 +36,12 @@ class Tap:
     negated: bool  # the mask written as @!%q with q = not mask
 
 
-def kernel_text(taps: list[Tap], per_thread: int) -> str:
+def kernel_text(taps: list[Tap], per_thread: int, bitfield_block: int | None = None) -> str:
+    """The kernel's PTX. ``bitfield_block``: the index written as Triton
+    writes it for a block of that many threads (``.reqntid``; a power of
+    two): ``ctaid << log2(block * V) | (tid << log2(V)) & (block * V - V) | j``,
+    a bit field of ``tid.x`` that wraps at the row's end; else
+    ``(ctaid * ntid + tid) * V + j``."""
     body: list[str] = [
         "ld.param.u64 %rd1, [x];",
         "ld.param.u64 %rd2, [z];",
@@ -44,16 +49,24 @@ def kernel_text(taps: list[Tap], per_thread: int) -> str:
         "mov.u32 %r2, %ctaid.x;",
         "mov.u32 %r3, %ntid.x;",
         "mov.u32 %r4, %tid.x;",
-        "mad.lo.s32 %r5, %r2, %r3, %r4;",
-        f"mul.lo.s32 %r6, %r5, {per_thread};",
-        "mov.b32 %r7, 0;",
-        "mov.f32 %f0, 0f00000000;",
     ]
+    if bitfield_block is None:
+        body += ["mad.lo.s32 %r5, %r2, %r3, %r4;", f"mul.lo.s32 %r6, %r5, {per_thread};"]
+    else:
+        tile = bitfield_block * per_thread
+        body += [
+            f"shl.b32 %r5, %r2, {tile.bit_length() - 1};",
+            f"shl.b32 %r8, %r4, {per_thread.bit_length() - 1};",
+            f"and.b32 %r9, %r8, {tile - per_thread};",
+            "or.b32 %r6, %r5, %r9;",
+        ]
+    body += ["mov.b32 %r7, 0;", "mov.f32 %f0, 0f00000000;"]
     reg, pred, fsum = 10, 1, 1
     sums: list[tuple[str, str]] = []
     for j in range(per_thread):
         e = f"%r{reg}"
-        body += [f"add.s32 {e}, %r6, {j};", f"mul.wide.s32 %rd3, {e}, 4;", "add.s64 %rd4, %rd1, %rd3;"]
+        combine = "add.s32" if bitfield_block is None else "or.b32"
+        body += [f"{combine} {e}, %r6, {j};", f"mul.wide.s32 %rd3, {e}, 4;", "add.s64 %rd4, %rd1, %rd3;"]
         reg += 1
         total = "%f0"
         for tap in taps:
@@ -86,9 +99,10 @@ def kernel_text(taps: list[Tap], per_thread: int) -> str:
             "add.s64 %rd5, %rd2, %rd3;",
             f"st.global.f32 [%rd5], {total};",
         ]
+    shape = "" if bitfield_block is None else f".reqntid {bitfield_block}\n"
     return (
         ".version 8.7\n.target sm_90a\n.address_size 64\n\n"
-        ".visible .entry masked(.param .u64 x, .param .u64 z, .param .u32 n)\n{\n"
+        f".visible .entry masked(.param .u64 x, .param .u64 z, .param .u32 n)\n{shape}{{\n"
         f"    .reg .pred %p<{pred + 1}>;\n    .reg .b32 %r<{reg + 1}>;\n"
         f"    .reg .f32 %f<{fsum + 1}>;\n    .reg .b64 %rd<8>;\n"
         + "".join(f"    {line}\n" for line in body)
@@ -117,11 +131,20 @@ taps_strategy = st.lists(
     grid=st.integers(1, 2),
     cut=st.integers(-5, 5),
     seed=st.integers(0, 2**16),
+    bitfield=st.booleans(),
 )
 def test_masked_rewrites_compute_the_same_bits(
-    taps: list[Tap], per_thread: int, block: int, grid: int, cut: int, seed: int
+    taps: list[Tap], per_thread: int, block: int, grid: int, cut: int, seed: int, bitfield: bool
 ) -> None:
-    text = kernel_text(taps, per_thread)
+    assert_same_bits(taps, per_thread, block, grid, cut, seed, bitfield and block != 48)
+
+
+def assert_same_bits(
+    taps: list[Tap], per_thread: int, block: int, grid: int, cut: int, seed: int, bitfield: bool = False
+) -> None:
+    """Original and rewrite of the drawn kernel, launched alike, store the same bits
+    (``bitfield``: the index in Triton's shape, for exactly this block)."""
+    text = kernel_text(taps, per_thread, block if bitfield else None)
     module = parse_ptx(text, "masked.ptx")
     synthesis = ShuffleSynthesisPass(Options())
     synthesis.run(module)
@@ -147,3 +170,54 @@ def test_the_drawn_kernels_do_get_rewritten() -> None:
     synthesis.run(module)
     deltas = sorted(v.delta for plan in synthesis.plans for v in plan.chosen)
     assert deltas == [0, 1], deltas
+
+
+def test_tritons_bit_field_index_gets_its_shuffle() -> None:
+    """The same taps with the index written as Triton writes it, a bit field
+    of ``tid.x`` (`kernel_text`'s ``bitfield_block``): ``tid.x + 1``'s field
+    wraps at the row's end, so the pair holds only where the shuffle's value
+    is used (lane + 1 in the row); it is found there and the rewrite stores
+    the same bits at launches whose mask cuts a warp."""
+    taps = [Tap(0, None, 0, False), Tap(1, None, 1, True)]
+    module = parse_ptx(kernel_text(taps, 2, 64), "masked.ptx")
+    synthesis = ShuffleSynthesisPass(Options())
+    synthesis.run(module)
+    deltas = sorted(v.delta for plan in synthesis.plans for v in plan.chosen)
+    assert deltas == [0, 1], deltas
+    for grid, cut in ((1, 0), (2, -3), (3, 4)):
+        assert_same_bits(taps, 2, 64, grid, cut, seed=grid, bitfield=True)
+
+
+def test_a_lower_bound_the_load_lacks_holds_for_a_tile_index() -> None:
+    """The source ``x[e + 1]`` under ``0 <= e + 1 < n``, the load ``x[e']``
+    (``e' = e + 1``, the next element of the tile) under ``e' < n`` only: the
+    source ran wherever the load runs because ``e = (ctaid * ntid + tid) * V
+    + j`` is not negative where the index arithmetic does not wrap (the
+    product of coordinates is, the multiple of a sum distributes). Both
+    needed facts the guard implication once dropped (it refused all three
+    reuses); the rewrite stores the same bits at launches that cut warps."""
+    taps = [Tap(0, None, 0, False), Tap(1, 1, 1, False)]
+    module = parse_ptx(kernel_text(taps, 4), "masked.ptx")
+    synthesis = ShuffleSynthesisPass(Options())
+    synthesis.run(module)
+    deltas = sorted(v.delta for plan in synthesis.plans for v in plan.chosen)
+    assert deltas == [0, 0, 0, 1], deltas
+    for block, grid, cut in ((48, 1, 0), (8, 2, -3), (64, 2, 5)):
+        assert_same_bits(taps, 4, block, grid, cut, seed=block)
+
+
+def test_a_source_with_a_tighter_mask_is_still_refused() -> None:
+    """Two elements of a tile, ``e`` and ``e' = e + 1``: ``x[e + 1]`` under
+    ``0 <= e + 2 < n`` comes first, then ``x[e']`` under ``0 <= e' < n``
+    loads the same address under a looser mask (``e + 1 < n``), which does
+    not give the source's ``e + 2 < n``: no reuse, for all the facts the
+    implication now knows. ``x[e' + 1]`` from the next thread's ``x[e]`` is
+    found (its mask, ``e' + 2 < n``, gives the source's)."""
+    found = [Tap(0, 0, 0, False), Tap(1, 2, 2, False)]
+    module = parse_ptx(kernel_text(found, 2), "masked.ptx")
+    synthesis = ShuffleSynthesisPass(Options())
+    synthesis.run(module)
+    chosen = sorted(v.delta for plan in synthesis.plans for v in plan.chosen)
+    reasons = [v.reason for plan in synthesis.plans for v in plan.verdicts if v.reason]
+    assert chosen == [1], chosen
+    assert any("source load is guarded" in r for r in reasons), reasons

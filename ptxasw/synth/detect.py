@@ -418,8 +418,11 @@ class _Detector:
                 if isinstance(guess, str):
                     return _Pair(None, guess)
                 delta = guess
+            # Where the shuffled value is used: the lanes whose lane + N is in
+            # the warp and the row (the others load for themselves).
+            used = [*hypotheses, *self._source_in_row(delta)]
             if a.guard is not None:
-                ran, guard_no_wrap = self._ran_where(source, a.guard, b.guard, delta, hypotheses)
+                ran, guard_no_wrap = self._ran_where(source, a.guard, b.guard, delta, used)
                 if not ran:
                     return _Pair(None, "divergent flow (the source load is guarded)")
                 if guard_no_wrap:
@@ -435,12 +438,26 @@ class _Detector:
             source_terms.add(a.value.get_id())
             if len(source_terms) > 1:
                 return _Pair(None, "divergent flow (the source value differs between paths)")
-            holds, needs_no_wrap = self.prover.equal(hypotheses, shift_thread(a.value, delta), b.value)
+            holds, needs_no_wrap = self.prover.equal(used, shift_thread(a.value, delta), b.value)
             if not holds:
                 return _Pair(None, "non-constant delta" if holds is False else "solver gave up")
             if needs_no_wrap:
                 assumptions.add(NO_WRAP)
         return _Pair(delta, None, tuple(sorted(assumptions)))
+
+    def _source_in_row(self, delta: int) -> list[z3.BoolRef]:
+        """Thread ``tid.x + N`` is in the block's row: true wherever the
+        shuffle's value is used (`ptxasw.synth.codegen`: a lane without room
+        for ``N`` in its warp and row loads itself). Triton writes a tile's
+        index with ``shl`` and ``or`` (a bit field of ``tid.x``), which wraps
+        at the row's end: the equality holds only inside the row."""
+        if delta == 0:
+            return []
+        lanes = self.executor.dom.lanes
+        tid, ntid = lanes.tid("x"), lanes.ntid("x")
+        if delta > 0:
+            return [z3.ULT(tid + delta, ntid), z3.ULT(tid, tid + delta)]
+        return [z3.UGE(tid, -delta)]
 
     def _ran_where(
         self,

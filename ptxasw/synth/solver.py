@@ -20,6 +20,7 @@ registers. Two things are added here:
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -398,9 +399,11 @@ def without_signed_wrap(terms: Iterable[z3.ExprRef]) -> tuple[list[z3.ExprRef], 
 
 
 def _wide_sum(e: z3.ExprRef) -> BV:
-    """``e``'s sums and differences done in 64 bits, anything else (products
-    too: without wrap they are their 32-bit value) sign-extended as a whole,
-    so that the comparison stays linear for the solver."""
+    """``e``'s sums, differences and products by constants done in 64 bits
+    (``(ctaid * ntid + tid) * 4``, as a tile's index is written), anything
+    else (a product of unknowns: without wrap it is its 32-bit value)
+    sign-extended as a whole, so that the comparison stays linear for the
+    solver."""
     kind = e.decl().kind() if z3.is_app(e) else None
     if kind in (z3.Z3_OP_BADD, z3.Z3_OP_BSUB):
         kids = [_wide_sum(k) for k in e.children()]
@@ -408,20 +411,58 @@ def _wide_sum(e: z3.ExprRef) -> BV:
         for k in kids[1:]:
             out = out + k if kind == z3.Z3_OP_BADD else out - k
         return out
+    if kind == z3.Z3_OP_BMUL:
+        unknown = [k for k in e.children() if not z3.is_bv_value(k)]
+        if len(unknown) == 1:
+            factor = 1
+            for k in e.children():
+                if z3.is_bv_value(k):
+                    factor *= k.as_signed_long()
+            return _wide_sum(unknown[0]) * z3.BitVecVal(factor, 64)
     return z3.SignExt(64 - e.size(), e)
 
 
-def _products_as_symbols(terms: list[z3.ExprRef]) -> list[z3.ExprRef]:
+#: Special registers whose values lie in [0, 2^31): thread, block, grid and
+#: cluster coordinates and sizes, lane and warp numbers.
+_COORDINATES = re.compile(
+    r"%(?:n?tid|n?ctaid|n?cluster_ctaid|n?clusterid|laneid|n?warpid|n?smid|cluster_ctarank)(?:\.[xyz])?"
+)
+
+
+def _nonnegative(e: z3.ExprRef) -> bool:
+    """Whether ``e`` is at least 0 as a signed value wherever index arithmetic
+    does not wrap: coordinates, zero-extended narrower values, non-negative
+    constants, and sums and products of those."""
+    if z3.is_bv_value(e):
+        return e.as_signed_long() >= 0
+    if not z3.is_app(e):
+        return False
+    kind = e.decl().kind()
+    if kind == z3.Z3_OP_UNINTERPRETED:
+        return e.num_args() == 0 and _COORDINATES.fullmatch(e.decl().name()) is not None
+    if kind == z3.Z3_OP_ZERO_EXT:
+        return True
+    if kind in (z3.Z3_OP_BADD, z3.Z3_OP_BMUL):
+        return all(_nonnegative(k) for k in e.children())
+    return False
+
+
+def _products_as_symbols(terms: list[z3.ExprRef]) -> tuple[list[z3.ExprRef], list[z3.BoolRef]]:
     """``terms`` with each product of two non-constants replaced by one fresh
-    symbol per distinct product."""
+    symbol per distinct product, and what is known of the symbols: a product
+    of coordinates (``ctaid * ntid``) is not negative where it does not wrap."""
     names = itertools.count()
+    facts: list[z3.BoolRef] = []
 
     def symbol(e: z3.ExprRef) -> z3.ExprRef | None:
         if not z3.is_app_of(e, z3.Z3_OP_BMUL) or sum(not z3.is_bv_value(k) for k in e.children()) < 2:
             return None
-        return z3.BitVec(f"product!{next(names)}", e.size())
+        product = z3.BitVec(f"product!{next(names)}", e.size())
+        if _nonnegative(e):
+            facts.append(product >= 0)
+        return product
 
-    return _replaced(terms, symbol)[0]
+    return _replaced(terms, symbol)[0], facts
 
 
 def _replaced(
@@ -458,8 +499,8 @@ def _without_wrap_query(
     (*wide_hypotheses, wide_claim), changed = without_signed_wrap([*hypotheses, claim])
     if not changed:
         return None
-    *wide_hypotheses, wide_claim = _products_as_symbols([*wide_hypotheses, wide_claim])
-    return wide_hypotheses, wide_claim
+    (*wide_hypotheses, wide_claim), facts = _products_as_symbols([*wide_hypotheses, wide_claim])
+    return [*wide_hypotheses, *facts], wide_claim
 
 
 def _has_functions(claim: z3.ExprRef, hypotheses: Sequence[z3.ExprRef]) -> bool:
