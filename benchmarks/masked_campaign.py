@@ -3,7 +3,9 @@
 `tests/test_synthesis_masked_property.py` draws 30 kernels of Triton's
 masked-load shape in CI; this runs as many as asked, on all cores. Each case
 is a kernel of 2-5 predicated taps ``x[e + o]`` under ``e + a >= 0`` and
-``e + b < n`` (plain or negated), 1, 2 or 4 elements per thread, rewritten
+``e + b < n`` (plain or negated), 1, 2 or 4 elements per thread (half the
+power-of-two blocks with the index as Triton writes it, a bit field of
+``tid.x``), rewritten
 with every proven shuffle and reuse kept, then launched in the reference
 interpreter at a block size that may split warps and rows, against the
 original, at seven values of ``n`` (below zero, zero, one, around the
@@ -45,8 +47,17 @@ def run_case(seed: int, case: int) -> dict[str, Any]:
         for _ in range(rng.randint(2, 5))
     ]
     per_thread, block, grid = rng.choice([1, 2, 4]), rng.choice([8, 16, 32, 48, 64, 96]), rng.randint(1, 3)
-    text = kernel_text(taps, per_thread)
-    out: dict[str, Any] = {"case": case, "reuses": 0, "shuffles": 0, "wrong": [], "error": None}
+    # Half the power-of-two blocks get Triton's bit-field index (for exactly that block).
+    bitfield = block in (8, 16, 32, 64) and rng.random() < 0.5
+    text = kernel_text(taps, per_thread, block if bitfield else None)
+    out: dict[str, Any] = {
+        "case": case,
+        "bitfield": bitfield,
+        "reuses": 0,
+        "shuffles": 0,
+        "wrong": [],
+        "error": None,
+    }
     try:
         module = parse_ptx(text, "masked.ptx")
         synthesis = ShuffleSynthesisPass(Options())
@@ -98,6 +109,8 @@ def main() -> int:
         "cases": done,
         "seed": args.seed,
         "rewritten_cases": sum(1 for r in results if r["reuses"] or r["shuffles"]),
+        "bitfield_cases": sum(1 for r in results if r["bitfield"]),
+        "bitfield_shuffles": sum(r["shuffles"] for r in results if r["bitfield"]),
         "reuses": sum(r["reuses"] for r in results),
         "shuffles": sum(r["shuffles"] for r in results),
         "wrong_cases": sum(1 for r in results if r["wrong"]),
