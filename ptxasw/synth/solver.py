@@ -106,6 +106,7 @@ def clear_memos() -> None:
         prop.keep.clear()
     _WIDE_MEMO.clear()
     _SHIFT_MEMO.clear()
+    _nots_below.clear()
 
 
 def _decl_kind(ctx: Any, app: Any) -> int:
@@ -271,19 +272,70 @@ def normal_form(e: z3.ExprRef) -> z3.ExprRef:
 
 
 def _not_as_arithmetic(e: z3.ExprRef) -> z3.ExprRef:
+    """``e`` with each bitwise not written as ``-1 - x``."""
     if not _has_not(e):
         return e
-    pairs = []
-    stack, seen = [e], set()
-    while stack:
-        node = stack.pop()
-        if node.get_id() in seen:
-            continue
-        seen.add(node.get_id())
-        if z3.is_app_of(node, z3.Z3_OP_BNOT):
-            pairs.append((node, -1 - node.arg(0)))
-        stack.extend(node.children())
+    pairs = [(n, -1 - n.arg(0)) for n in _nots_below(e)]
     return z3.substitute(e, *pairs) if pairs else e
+
+
+class _NotsBelow:
+    """The bitwise nots of a term, memoised per node through Z3's C API.
+
+    Why memoised: a store's value in a backward pass is a DAG of thousands
+    of float operations, the original's and the rewrite's sharing most of
+    it, and it is normalised once per comparison; a walk of the whole DAG
+    per comparison through the Python wrappers once cost 18 s of a 19 s
+    analysis (Inductor's layer-norm backward). Each node is now visited once
+    per kernel (`clear_memos`)."""
+
+    _NONE: frozenset[int] = frozenset()
+
+    def __init__(self) -> None:
+        self.memo: dict[int, frozenset[int]] = {}
+        self.nodes: dict[int, z3.ExprRef] = {}
+        self.keep: list[z3.ExprRef] = []  # ids stay theirs while memoised
+
+    def clear(self) -> None:
+        self.memo.clear()
+        self.nodes.clear()
+        self.keep.clear()
+
+    def __call__(self, e: z3.ExprRef) -> list[z3.ExprRef]:
+        ctx, memo = e.ctx.ref(), self.memo
+        root = e.as_ast()
+        rid = z3.Z3_get_ast_id(ctx, root)
+        if rid not in memo:
+            self.keep.append(e)
+            self._fill(ctx, root, e.ctx)
+        return [self.nodes[i] for i in sorted(memo[rid])]
+
+    def _fill(self, ctx: Any, root: Any, context: z3.Context) -> None:
+        memo = self.memo
+        stack: list[tuple[Any, bool]] = [(root, False)]
+        while stack:
+            node, done = stack.pop()
+            nid = z3.Z3_get_ast_id(ctx, node)
+            if nid in memo:
+                continue
+            if z3.Z3_get_ast_kind(ctx, node) != z3.Z3_APP_AST:
+                memo[nid] = self._NONE
+                continue
+            app = z3.Z3_to_app(ctx, node)
+            kids = [z3.Z3_get_app_arg(ctx, app, i) for i in range(z3.Z3_get_app_num_args(ctx, app))]
+            if not done:
+                stack.append((node, True))
+                stack.extend((k, False) for k in kids if z3.Z3_get_ast_id(ctx, k) not in memo)
+                continue
+            below = [s for s in (memo[z3.Z3_get_ast_id(ctx, k)] for k in kids) if s]
+            found = below[0] if len(below) == 1 else frozenset().union(*below) if below else self._NONE
+            if _is_not_node(ctx, app):
+                self.nodes[nid] = z3.BitVecRef(node, context)
+                found = found | {nid}
+            memo[nid] = found
+
+
+_nots_below = _NotsBelow()
 
 
 # Operators whose operands may be reordered (and, for the associative ones,
