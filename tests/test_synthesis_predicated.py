@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from ptxasw import ir
 from ptxasw.cli import main as cli
 from ptxasw.ir.printer import print_module
 from ptxasw.parser import parse_ptx
@@ -184,9 +185,10 @@ def test_tritons_stencil_rewrite_computes_the_same_bits(name: str, tmp_path: Pat
 
 
 @pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas not found on PATH")
-@pytest.mark.parametrize("name", sorted(p.stem for p in TRITON.glob("*.ptx")))
+@pytest.mark.parametrize("name", sorted(str(p.relative_to(TRITON)) for p in TRITON.rglob("*.ptx")))
 def test_tritons_ptx_round_trips_and_its_rewrite_assembles(name: str, tmp_path: Path) -> None:
-    source = TRITON / f"{name}.ptx"
+    """Triton's PTX, ours and what torch.compile (Inductor) generated (`inductor/`)."""
+    source = TRITON / name
     printed = tmp_path / "printed.ptx"
     printed.write_text(print_module(parse_ptx(source.read_text(), source.name)))
     rewritten = tmp_path / "rewritten.ptx"
@@ -210,3 +212,69 @@ def test_the_reuse_screen_wants_an_address_loaded_again_under_a_mask() -> None:
     assert not repeats_a_masked_load(parse_ptx(unmasked, "unmasked.ptx").function("masked"))
     blur = parse_ptx((TRITON / "blur2d.ptx").read_text(), "blur2d.ptx")
     assert not repeats_a_masked_load(blur.function("blur2d"))  # every tap has its own register
+
+
+# What torch.compile (Inductor) generated, as `benchmarks/inductor_dropin.py` keeps it:
+# the sites every proven rewrite keeps, per file.
+INDUCTOR_SITES = {
+    "triton_per_fused__softmax_amax_mul_sub_0.ptx": [],
+    "triton_per_fused_add_div_expand_mul_native_layer_norm_native_layer_norm_backward_pow_2.ptx": [0] * 24,
+    "triton_per_fused_cummax_cumsum_0.ptx": [],
+    "triton_poi_fused_add_mul_slice_sub_0.ptx": [],
+    "triton_poi_fused_avg_pool2d_0.ptx": [1, 1],
+    "triton_poi_fused_max_pool2d_with_indices_0.ptx": [],
+}
+
+
+def test_inductors_kernels_get_their_reuses_and_shuffles() -> None:
+    """The layer-norm backward of a training step loads each row's values
+    again under the same masks (24 reuses); the 3x3 average pool's right
+    taps are the next lane's (two shuffles); the rest keep their loads
+    (vector loads, deltas of a row, 128 and more)."""
+    folder = TRITON / "inductor"
+    assert sorted(p.name for p in folder.glob("*.ptx")) == sorted(INDUCTOR_SITES)
+    for name, sites in INDUCTOR_SITES.items():
+        _, chosen = _rewrite((folder / name).read_text(), name)
+        assert sorted(v.delta for v in chosen) == sites, name
+        assert all(v.proof == PROVED for v in chosen), name
+
+
+@pytest.mark.parametrize(
+    ("name", "grid", "block", "ints"),
+    [
+        ("triton_poi_fused_avg_pool2d_0.ptx", 3, 256, [1000]),
+        (
+            "triton_per_fused_add_div_expand_mul_native_layer_norm_native_layer_norm_backward_pow_2.ptx",
+            2,
+            32,
+            [2048, 256],
+        ),
+    ],
+)
+def test_inductors_rewrites_compute_the_same_bits(name: str, grid: int, block: int, ints: list[int]) -> None:
+    """Every pointer a buffer of random floats, the sizes as given; original
+    and rewrite launched alike in the reference interpreter write the same
+    bits into every buffer."""
+    from ptxasw.emulator.concrete.interpreter import launch
+
+    text = (TRITON / "inductor" / name).read_text()
+    rewritten, chosen = _rewrite(text, name)
+    assert chosen
+    kernel = next(f for f in parse_ptx(text, name).items if isinstance(f, ir.Function) and f.kind == ".entry")
+    rng = np.random.default_rng(1)
+    sizes = iter(ints)
+    proto = [
+        rng.standard_normal(2048 * 256 + 1024).astype(np.float32)
+        if p.type == ".u64"
+        else np.uint32(next(sizes))
+        for p in kernel.params
+    ]
+    written = []
+    for source in (text, rewritten):
+        args = [a.copy() if isinstance(a, np.ndarray) else a for a in proto]
+        launch(parse_ptx(source, name), kernel.name, grid, block, args, strict=True)
+        written.append([a for a in args if isinstance(a, np.ndarray)])
+    before = [a for a in proto if isinstance(a, np.ndarray)]
+    assert any(not np.array_equal(a, b) for a, b in zip(written[0], before, strict=True))
+    for a, b in zip(*written, strict=True):
+        assert np.array_equal(a.view(np.uint32), b.view(np.uint32)), name
