@@ -190,6 +190,7 @@ class _Detector:
         # Detection asks many pairs that do not hold: its solver effort is small
         # (the equalities that hold mostly hold as terms); the proof gets the full effort.
         self.prover = Prover(min(options.solver_timeout_ms, 50))
+        self._full: Prover | None = None  # the proof's effort, for what the small one gave up on
         budget = Budget(time_s=options.time_s, max_paths=options.max_paths)
         # Loads stay where they are (no if-conversion of regions with global
         # loads): dominance below is read off the analysed code's CFG, and the
@@ -439,11 +440,23 @@ class _Detector:
             if len(source_terms) > 1:
                 return _Pair(None, "divergent flow (the source value differs between paths)")
             holds, needs_no_wrap = self.prover.equal(used, shift_thread(a.value, delta), b.value)
+            if holds is None:
+                # Detection's solver effort is small, and where the equality does
+                # not hold as terms the effort it needs depends on how Z3 happened
+                # to order the terms' operands (by the ids of earlier terms, so
+                # by what the process analysed before): ask once more with the
+                # proof's effort, so that a file's rewrite does not depend on that.
+                holds, needs_no_wrap = self._full_prover().equal(used, shift_thread(a.value, delta), b.value)
             if not holds:
                 return _Pair(None, "non-constant delta" if holds is False else "solver gave up")
             if needs_no_wrap:
                 assumptions.add(NO_WRAP)
         return _Pair(delta, None, tuple(sorted(assumptions)))
+
+    def _full_prover(self) -> Prover:
+        if self._full is None:
+            self._full = Prover(self.options.solver_timeout_ms)
+        return self._full
 
     def _source_in_row(self, delta: int) -> list[z3.BoolRef]:
         """Thread ``tid.x + N`` is in the block's row: true wherever the
