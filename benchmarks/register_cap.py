@@ -29,6 +29,7 @@ L2-resident and the DRAM-bound size; ``ptxas -v`` gives registers and spills.
     python benchmarks/register_cap.py --run benchmarks/results/gpu_prep --json OUT.json [KERNEL...]
 
 Default kernels: the wide stencils (`suite.WIDE_STENCILS`, with their f64 twins).
+Results: ``results/register_cap_h100.json`` and ``results/register_cap_h200.json``.
 """
 
 from __future__ import annotations
