@@ -230,9 +230,9 @@ def test_inductors_kernels_get_their_reuses_and_shuffles() -> None:
     """The layer-norm backward of a training step loads each row's values
     again under the same masks (24 reuses); the 3x3 average pool's right
     taps are the next lane's (two shuffles); the max pool loads one tap
-    twice (a reuse, whose equality needs more solver effort than detection
-    first spends: once asked with the proof's effort, the answer no longer
-    depends on what the process analysed before); the rest keep their loads
+    twice (a reuse, whose linear equality needs more solver effort than
+    detection first spends: asked again with the proof's effort, the answer
+    no longer depends on what the process analysed before); the rest keep their loads
     (vector loads, deltas of a row, 128 and more). The order of the files
     is the one that once flipped the max pool's reuse."""
     folder = TRITON / "inductor"

@@ -52,7 +52,7 @@ from ptxasw import ir
 from ptxasw.analysis.cfg import CFG
 from ptxasw.emulator.symbolic.executor import Access, Budget, Flow, KernelAnalysis, SymbolicExecutor
 from ptxasw.ir import isa
-from ptxasw.synth.solver import NO_WRAP, Prover, TermConstants, lanes_may_write, shift_thread
+from ptxasw.synth.solver import NO_WRAP, Prover, TermConstants, lanes_may_write, nonlinear, shift_thread
 
 if TYPE_CHECKING:
     from ptxasw.analysis.contraction import OpenSum
@@ -440,12 +440,15 @@ class _Detector:
             if len(source_terms) > 1:
                 return _Pair(None, "divergent flow (the source value differs between paths)")
             holds, needs_no_wrap = self.prover.equal(used, shift_thread(a.value, delta), b.value)
-            if holds is None:
+            if holds is None and not nonlinear(a.value) and not nonlinear(b.value):
                 # Detection's solver effort is small, and where the equality does
                 # not hold as terms the effort it needs depends on how Z3 happened
                 # to order the terms' operands (by the ids of earlier terms, so
-                # by what the process analysed before): ask once more with the
-                # proof's effort, so that a file's rewrite does not depend on that.
+                # by what the process analysed before): a linear question is
+                # asked once more with the proof's effort, so that a file's
+                # rewrite does not depend on that. (Products of unknowns, a
+                # grid's row pitch, bit-blast whole multipliers: that costs
+                # seconds and mostly ends unknown again.)
                 holds, needs_no_wrap = self._full_prover().equal(used, shift_thread(a.value, delta), b.value)
             if not holds:
                 return _Pair(None, "non-constant delta" if holds is False else "solver gave up")

@@ -37,6 +37,7 @@ __all__ = [
     "TermConstants",
     "clear_memos",
     "lanes_may_write",
+    "nonlinear",
     "normal_form",
     "other_thread",
     "shift_thread",
@@ -144,6 +145,7 @@ _has_not = _Property(_is_not_node)
 _has_extension = _Property(_is_extension_node)
 _mentions_memory = _Property(_is_function_node)
 _nonlinear = _Property(_is_product_node)
+nonlinear = _nonlinear  # whether a term multiplies or divides unknowns (memoised per node)
 
 
 _SHIFT_MEMO: dict[tuple[int, int], tuple[z3.ExprRef, z3.ExprRef]] = {}
