@@ -47,6 +47,11 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from benchmarks.triton_dropin import bundled_ptxas  # noqa: E402  (the ptxas Triton ships)
+
 MODES = ("plain", "control", "model", "always")
 DROPIN = ("model", "always")
 
@@ -173,14 +178,6 @@ def _time(call: Any) -> tuple[float, str]:
 
         torch.cuda.synchronize()
         return do_bench(call, warmup=50, rep=300, return_mode="median"), "launches"
-
-
-def bundled_ptxas() -> str:
-    """The ptxas Triton ships with (what it runs when nobody says otherwise)."""
-    import triton
-
-    here = Path(triton.__file__).resolve().parent / "backends" / "nvidia" / "bin" / "ptxas"
-    return str(here) if here.exists() else shutil.which("ptxas") or "ptxas"
 
 
 def summarize_log(log: Path) -> dict[str, Any]:
