@@ -439,7 +439,8 @@ class _Detector:
             source_terms.add(a.value.get_id())
             if len(source_terms) > 1:
                 return _Pair(None, "divergent flow (the source value differs between paths)")
-            holds, needs_no_wrap = self.prover.equal(used, shift_thread(a.value, delta), b.value)
+            shifted = shift_thread(a.value, delta)
+            holds, needs_no_wrap = self.prover.equal(used, shifted, b.value)
             if holds is None and not nonlinear(a.value) and not nonlinear(b.value):
                 # Detection's solver effort is small, and where the equality does
                 # not hold as terms the effort it needs depends on how Z3 happened
@@ -449,7 +450,7 @@ class _Detector:
                 # rewrite does not depend on that. (Products of unknowns, a
                 # grid's row pitch, bit-blast whole multipliers: that costs
                 # seconds and mostly ends unknown again.)
-                holds, needs_no_wrap = self._full_prover().equal(used, shift_thread(a.value, delta), b.value)
+                holds, needs_no_wrap = self._full_prover().equal(used, shifted, b.value)
             if not holds:
                 return _Pair(None, "non-constant delta" if holds is False else "solver gave up")
             if needs_no_wrap:
