@@ -35,7 +35,6 @@ Usage (a GPU machine with PyTorch; ptxasw's dependencies on ``PYTHONPATH``)::
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -50,7 +49,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from benchmarks.triton_dropin import bundled_ptxas  # noqa: E402  (the ptxas Triton ships)
+from benchmarks.triton_dropin import bundled_ptxas, child_or_parent  # noqa: E402
 
 MODES = ("plain", "control", "model", "always")
 DROPIN = ("model", "always")
@@ -278,15 +277,7 @@ def parent(out: Path, json_path: Path | None) -> int:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--json", type=Path)
-    parser.add_argument("--child", choices=MODES)
-    args = parser.parse_args()
-    if args.child:
-        child(args.child, args.out)
-        return 0
-    return parent(args.out, args.json)
+    return child_or_parent(__doc__.splitlines()[0], MODES, child, parent)
 
 
 if __name__ == "__main__":

@@ -38,6 +38,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -273,16 +274,28 @@ def parent(out: Path, json_path: Path | None) -> int:
     return 0 if ok else 1
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def child_or_parent(
+    description: str,
+    modes: Sequence[str],
+    run_child: Callable[[str, Path], None],
+    run_parent: Callable[[Path, Path | None], int],
+) -> int:
+    """The command line of a script that runs each mode in a child process of
+    itself (``--child MODE``, fresh caches per mode) and compares them in the
+    parent (``--out DIR [--json OUT]``)."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--json", type=Path)
-    parser.add_argument("--child", choices=MODES)
+    parser.add_argument("--child", choices=modes)
     args = parser.parse_args()
     if args.child:
-        child(args.child, args.out)
+        run_child(args.child, args.out)
         return 0
-    return parent(args.out, args.json)
+    return run_parent(args.out, args.json)
+
+
+def main() -> int:
+    return child_or_parent(__doc__.splitlines()[0], MODES, child, parent)
 
 
 if __name__ == "__main__":

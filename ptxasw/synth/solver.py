@@ -60,54 +60,78 @@ _TID_X = z3.BitVec("%tid.x", 32)
 _LANEID = z3.BitVec("%laneid", 32)
 
 
-class _Property:
-    """A property of terms that holds when it holds of some node of the DAG
-    (a bitwise not, a load, a product of unknowns...), memoised per node and
-    walked through Z3's C API: the Python wrappers cost ten times more per
-    node, and the same hypotheses are asked about again and again."""
+class _DagFold:
+    """A value of every node of a term's DAG, made from the node and its
+    operands' values, memoised per node and walked through Z3's C API: the
+    Python wrappers cost ten times more per node, and the same terms are
+    asked about again and again. Subclasses say what a leaf is worth
+    (`leaf`) and how a node combines its operands' values (`combine`)."""
 
-    def __init__(self, node_has: Callable[[Any, Any], bool]) -> None:
-        self.node_has = node_has
-        self.memo: dict[int, bool] = {}
+    def __init__(self) -> None:
+        self.memo: dict[int, Any] = {}
         self.keep: list[z3.ExprRef] = []  # ids stay theirs while memoised
 
-    def __call__(self, e: z3.ExprRef) -> bool:
-        ctx = e.ctx.ref()
-        memo = self.memo
+    def clear(self) -> None:
+        self.memo.clear()
+        self.keep.clear()
+
+    def leaf(self) -> Any:
+        raise NotImplementedError
+
+    def combine(self, ctx: Any, node: Any, app: Any, kids: list[Any], context: z3.Context) -> Any:
+        raise NotImplementedError
+
+    def value(self, e: z3.ExprRef) -> Any:
+        ctx, memo = e.ctx.ref(), self.memo
         root = e.as_ast()
         rid = z3.Z3_get_ast_id(ctx, root)
-        hit = memo.get(rid)
-        if hit is not None:
-            return hit
+        if rid in memo:
+            return memo[rid]
         self.keep.append(e)
         stack: list[tuple[Any, bool]] = [(root, False)]
         while stack:
             node, done = stack.pop()
             nid = z3.Z3_get_ast_id(ctx, node)
-            if nid in memo and not done:
+            if nid in memo:
                 continue
             if z3.Z3_get_ast_kind(ctx, node) != z3.Z3_APP_AST:
-                memo[nid] = False
+                memo[nid] = self.leaf()
                 continue
             app = z3.Z3_to_app(ctx, node)
-            n = z3.Z3_get_app_num_args(ctx, app)
-            kids = [z3.Z3_get_app_arg(ctx, app, i) for i in range(n)]
+            kids = [z3.Z3_get_app_arg(ctx, app, i) for i in range(z3.Z3_get_app_num_args(ctx, app))]
             if not done:
                 stack.append((node, True))
                 stack.extend((k, False) for k in kids if z3.Z3_get_ast_id(ctx, k) not in memo)
                 continue
-            memo[nid] = self.node_has(ctx, app) or any(memo[z3.Z3_get_ast_id(ctx, k)] for k in kids)
+            values = [memo[z3.Z3_get_ast_id(ctx, k)] for k in kids]
+            memo[nid] = self.combine(ctx, node, app, values, e.ctx)
         return memo[rid]
+
+
+class _Property(_DagFold):
+    """A property of terms that holds when it holds of some node of the DAG
+    (a load, a product of unknowns...)."""
+
+    def __init__(self, node_has: Callable[[Any, Any], bool]) -> None:
+        super().__init__()
+        self.node_has = node_has
+
+    def leaf(self) -> bool:
+        return False
+
+    def combine(self, ctx: Any, node: Any, app: Any, kids: list[bool], context: z3.Context) -> bool:
+        return self.node_has(ctx, app) or any(kids)
+
+    def __call__(self, e: z3.ExprRef) -> bool:
+        return bool(self.value(e))
 
 
 def clear_memos() -> None:
     """Forget the memoised term properties (between kernels: their terms go)."""
-    for prop in (_has_not, _has_extension, _mentions_memory, _nonlinear, _mentions_thread):
-        prop.memo.clear()
-        prop.keep.clear()
+    for fold in (_nots_below, _has_extension, _mentions_memory, _nonlinear, _mentions_thread):
+        fold.clear()
     _WIDE_MEMO.clear()
     _SHIFT_MEMO.clear()
-    _nots_below.clear()
 
 
 def _decl_kind(ctx: Any, app: Any) -> int:
@@ -141,7 +165,6 @@ def _is_product_node(ctx: Any, app: Any) -> bool:
 
 
 _NONLINEAR = (z3.Z3_OP_BMUL, z3.Z3_OP_BUDIV, z3.Z3_OP_BUREM, z3.Z3_OP_BSDIV, z3.Z3_OP_BSREM, z3.Z3_OP_BSMOD)
-_has_not = _Property(_is_not_node)
 _has_extension = _Property(_is_extension_node)
 _mentions_memory = _Property(_is_function_node)
 _nonlinear = _Property(_is_product_node)
@@ -275,14 +298,12 @@ def normal_form(e: z3.ExprRef) -> z3.ExprRef:
 
 def _not_as_arithmetic(e: z3.ExprRef) -> z3.ExprRef:
     """``e`` with each bitwise not written as ``-1 - x``."""
-    if not _has_not(e):
-        return e
     pairs = [(n, -1 - n.arg(0)) for n in _nots_below(e)]
     return z3.substitute(e, *pairs) if pairs else e
 
 
-class _NotsBelow:
-    """The bitwise nots of a term, memoised per node through Z3's C API.
+class _NotsBelow(_DagFold):
+    """The bitwise nots of a term (their ids per node).
 
     Why memoised: a store's value in a backward pass is a DAG of thousands
     of float operations, the original's and the rewrite's sharing most of
@@ -294,47 +315,29 @@ class _NotsBelow:
     _NONE: frozenset[int] = frozenset()
 
     def __init__(self) -> None:
-        self.memo: dict[int, frozenset[int]] = {}
+        super().__init__()
         self.nodes: dict[int, z3.ExprRef] = {}
-        self.keep: list[z3.ExprRef] = []  # ids stay theirs while memoised
 
     def clear(self) -> None:
-        self.memo.clear()
+        super().clear()
         self.nodes.clear()
-        self.keep.clear()
+
+    def leaf(self) -> frozenset[int]:
+        return self._NONE
+
+    def combine(
+        self, ctx: Any, node: Any, app: Any, kids: list[frozenset[int]], context: z3.Context
+    ) -> frozenset[int]:
+        below = [k for k in kids if k]
+        found = below[0] if len(below) == 1 else frozenset().union(*below) if below else self._NONE
+        if _is_not_node(ctx, app):
+            nid = z3.Z3_get_ast_id(ctx, node)
+            self.nodes[nid] = z3.BitVecRef(node, context)
+            found = found | {nid}
+        return found
 
     def __call__(self, e: z3.ExprRef) -> list[z3.ExprRef]:
-        ctx, memo = e.ctx.ref(), self.memo
-        root = e.as_ast()
-        rid = z3.Z3_get_ast_id(ctx, root)
-        if rid not in memo:
-            self.keep.append(e)
-            self._fill(ctx, root, e.ctx)
-        return [self.nodes[i] for i in sorted(memo[rid])]
-
-    def _fill(self, ctx: Any, root: Any, context: z3.Context) -> None:
-        memo = self.memo
-        stack: list[tuple[Any, bool]] = [(root, False)]
-        while stack:
-            node, done = stack.pop()
-            nid = z3.Z3_get_ast_id(ctx, node)
-            if nid in memo:
-                continue
-            if z3.Z3_get_ast_kind(ctx, node) != z3.Z3_APP_AST:
-                memo[nid] = self._NONE
-                continue
-            app = z3.Z3_to_app(ctx, node)
-            kids = [z3.Z3_get_app_arg(ctx, app, i) for i in range(z3.Z3_get_app_num_args(ctx, app))]
-            if not done:
-                stack.append((node, True))
-                stack.extend((k, False) for k in kids if z3.Z3_get_ast_id(ctx, k) not in memo)
-                continue
-            below = [s for s in (memo[z3.Z3_get_ast_id(ctx, k)] for k in kids) if s]
-            found = below[0] if len(below) == 1 else frozenset().union(*below) if below else self._NONE
-            if _is_not_node(ctx, app):
-                self.nodes[nid] = z3.BitVecRef(node, context)
-                found = found | {nid}
-            memo[nid] = found
+        return [self.nodes[i] for i in sorted(self.value(e))]
 
 
 _nots_below = _NotsBelow()
