@@ -220,20 +220,25 @@ INDUCTOR_SITES = {
     "triton_per_fused__softmax_amax_mul_sub_0.ptx": [],
     "triton_per_fused_add_div_expand_mul_native_layer_norm_native_layer_norm_backward_pow_2.ptx": [0] * 24,
     "triton_per_fused_cummax_cumsum_0.ptx": [],
-    "triton_poi_fused_add_mul_slice_sub_0.ptx": [],
-    "triton_poi_fused_avg_pool2d_0.ptx": [1, 1],
+    "triton_poi_fused_add_mul_slice_sub_0.ptx": [-1] * 4 + [0] * 8,
+    "triton_poi_fused_avg_pool2d_0.ptx": [0, 0, 0, 1, 1, 1],
     "triton_poi_fused_max_pool2d_with_indices_0.ptx": [0],
 }
 
 
 def test_inductors_kernels_get_their_reuses_and_shuffles() -> None:
     """The layer-norm backward of a training step loads each row's values
-    again under the same masks (24 reuses); the 3x3 average pool's right
-    taps are the next lane's (two shuffles); the max pool loads one tap
+    again under the same masks (24 reuses); the 3x3 average pool loads each
+    row's middle and right taps as a ``.v2`` and again one by one: the
+    middle is its own (3 reuses of an element), the right the next lane's
+    (3 shuffles of an element); the slice stencil loads 8 of its 16
+    addresses again (scalar loads of a ``.v2``'s element, ``.v2`` loads of
+    an earlier identical one) and 4 are the previous lane's (a scalar from
+    an element, a ``.v2`` from a whole ``.v2``); the max pool loads one tap
     twice (a reuse, whose linear equality needs more solver effort than
     detection first spends: asked again with the proof's effort, the answer
-    no longer depends on what the process analysed before); the rest keep their loads
-    (vector loads, deltas of a row, 128 and more). The order of the files
+    no longer depends on what the process analysed before); the rest keep
+    their loads (deltas of a row, 64 and more). The order of the files
     is the one that once flipped the max pool's reuse."""
     folder = TRITON / "inductor"
     assert sorted(p.name for p in folder.glob("*.ptx")) == sorted(INDUCTOR_SITES)
@@ -247,6 +252,7 @@ def test_inductors_kernels_get_their_reuses_and_shuffles() -> None:
     ("name", "grid", "block", "ints"),
     [
         ("triton_poi_fused_avg_pool2d_0.ptx", 3, 256, [1000]),
+        ("triton_poi_fused_add_mul_slice_sub_0.ptx", 3, 128, [1048574]),
         (
             "triton_per_fused_add_div_expand_mul_native_layer_norm_native_layer_norm_backward_pow_2.ptx",
             2,

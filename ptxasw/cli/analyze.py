@@ -101,6 +101,8 @@ def _print_text(data: dict[str, Any]) -> None:
             status,
         )
     console.print(table)
+    from ptxasw.synth.html import element_note
+
     for k in data["kernels"]:
         console.print()
         console.print(f"{k['name']} ({k['file']})", style="bold")
@@ -110,11 +112,12 @@ def _print_text(data: dict[str, Any]) -> None:
             if load["status"] == "blocked":
                 what = f"load: {load['reason']}"
             elif load["status"] == "reuse":
-                what = f"reuse of the value loaded at line {load['source_load_line']} (N = 0)"
+                line = load["source_load_line"]
+                what = f"reuse of the value loaded at line {line}{element_note(load)} (N = 0)"
             else:
                 what = (
-                    f"shuffle N = {load['delta']:+d} from line {load['source_load_line']}; "
-                    f"{load['corner_lanes']}"
+                    f"shuffle N = {load['delta']:+d} from line {load['source_load_line']}"
+                    f"{element_note(load)}; {load['corner_lanes']}"
                 )
             if load["assumptions"]:
                 what += f"; assumes {'; '.join(load['assumptions'])}"

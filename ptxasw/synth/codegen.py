@@ -37,6 +37,11 @@ the register as it was elsewhere::
     @%swq0 ld.global.b32 %swv0, [...];
     @%g mov.b32 %rB, %swv0;
 
+A vector load (``ld.global.v2``) takes each register from the source's
+register the detection matched to it (a mov or a shuffle each), behind one
+corner test, and its fallback is the vector load itself. A source copy is
+made per register of a vector source that serves.
+
 Modes ``noload`` and ``nocorner`` are the paper's ablations (no fallback
 load; shuffle only). They give wrong values at warp edges and exist for
 measurement.
@@ -48,20 +53,21 @@ from dataclasses import dataclass
 
 from ptxasw import ir
 from ptxasw.ir.builder import FunctionBuilder
-from ptxasw.synth.detect import LoadVerdict, Status, loaded_register
+from ptxasw.synth.detect import LoadVerdict, Status, load_registers
 
 __all__ = ["Site", "emit_shuffles"]
 
 
 @dataclass
 class Site:
-    """One rewritten load: after ``last`` runs, ``dst`` holds its value;
-    ``source`` is the register the value came from (the copy of A)."""
+    """One rewritten load: after ``last`` runs, ``dsts`` hold its values (one
+    register per element); ``sources`` are the registers they came from (the
+    copies of A's)."""
 
     verdict: LoadVerdict
     last: ir.Instruction
-    dst: ir.Register
-    source: ir.Register
+    dsts: tuple[ir.Register, ...]
+    sources: tuple[ir.Register, ...]
 
 
 def emit_shuffles(
@@ -85,7 +91,7 @@ class _Generator:
         self.b = b
         self.mode = mode
         self.rows_whole = rows_whole
-        self.sources: dict[int, ir.Register] = {}
+        self.sources: dict[tuple[int, int], ir.Register] = {}
         self.right: ir.Register | None = None
         self.left: ir.Register | None = None
 
@@ -121,53 +127,65 @@ class _Generator:
         b.insert_before(_entry_anchor(b.fn), code)
 
     # ---- per load -----------------------------------------------------------------------------
-    def source(self, load: ir.Instruction) -> ir.Register:
-        """The copy of ``load``'s value made right after it (one per source load)."""
-        reg = self.sources.get(id(load))
+    def source(self, load: ir.Instruction, element: int) -> ir.Register:
+        """The copy of ``load``'s value (its register ``element``) made right
+        after it (one per source register that serves)."""
+        key = (id(load), element)
+        reg = self.sources.get(key)
         if reg is None:
-            dst = _dst(load)
+            dst = _dsts(load)[element]
             typ = self.b.declared_type(dst)
             assert typ is not None, f"{dst.name} has no declared type"
             reg = self.b.fresh(typ, "src")
             self.b.insert_after(load, self.b.mov(reg, dst))
-            self.sources[id(load)] = reg
+            self.sources[key] = reg
         return reg
 
     def site(self, v: LoadVerdict) -> Site:
         assert v.source is not None and v.delta is not None
         b, load, delta = self.b, v.load, v.delta
-        src, dst = self.source(v.source), _dst(load)
+        srcs, dsts = tuple(self.source(v.source, e) for e in v.elements), _dsts(load)
+        assert len(srcs) == len(dsts), "one source register per register of the load"
         if load.guard is not None:
-            return self._guarded_site(v, src, dst, load.guard)
+            return self._guarded_site(v, srcs, dsts, load.guard)
         if v.status is Status.REUSE:
-            mov = b.mov(dst, src)
-            b.replace(load, [mov])
-            return Site(v, mov, dst, src)
+            movs = [b.mov(dst, src) for dst, src in zip(dsts, srcs, strict=True)]
+            b.replace(load, movs)
+            return Site(v, movs[-1], dsts, srcs)
         fallback, mask, code = self._corner_test(delta)
         # The fallback load reads its address after the shuffle wrote dst:
-        # shuffle into a temporary when dst is part of the address.
-        clash = fallback is not None and self.mode == "normal" and _address_uses(load, dst)
-        target = b.fresh(b.declared_type(dst) or ".b32", "shv") if clash else dst
-        code += self._shuffle(target, src, delta, mask)
+        # shuffle into temporaries when a dst is part of the address.
+        clash = fallback is not None and self.mode == "normal" and any(_address_uses(load, d) for d in dsts)
+        targets = tuple(b.fresh(b.declared_type(d) or ".b32", "shv") for d in dsts) if clash else dsts
+        for target, src in zip(targets, srcs, strict=True):
+            code += self._shuffle(target, src, delta, mask)
         if fallback is not None and self.mode == "normal":
             code.append(b.copy(load, guard=ir.Guard(fallback)))
             if clash:
-                code.append(b.mov(dst, target, guard=ir.Guard(fallback, negated=True)))
+                not_loaded = ir.Guard(fallback, negated=True)
+                code += [b.mov(d, t, guard=not_loaded) for d, t in zip(dsts, targets, strict=True)]
         b.replace(load, code)
-        return Site(v, code[-1], dst, src)
+        return Site(v, code[-1], dsts, srcs)
 
-    def _guarded_site(self, v: LoadVerdict, src: ir.Register, dst: ir.Register, guard: ir.Guard) -> Site:
-        """A predicated load: the value is made in a fresh register in every
-        lane and moved into ``dst`` under the load's own guard (module docstring)."""
+    def _guarded_site(
+        self,
+        v: LoadVerdict,
+        srcs: tuple[ir.Register, ...],
+        dsts: tuple[ir.Register, ...],
+        guard: ir.Guard,
+    ) -> Site:
+        """A predicated load: the values are made in fresh registers in every
+        lane and moved into ``dsts`` under the load's own guard (module docstring)."""
         b, load = self.b, v.load
         assert v.delta is not None
-        value = b.fresh(b.declared_type(dst) or ".b32", "val")
+        values = tuple(b.fresh(b.declared_type(d) or ".b32", "val") for d in dsts)
         code: list[ir.Instruction] = []
         if v.status is Status.REUSE:
-            code.append(b.mov(value, src))
+            code += [b.mov(value, src) for value, src in zip(values, srcs, strict=True)]
         else:
             fallback, mask, code = self._corner_test(v.delta)
-            code += self._shuffle(value, src, v.delta, mask)
+            for value, src in zip(values, srcs, strict=True):
+                code += self._shuffle(value, src, v.delta, mask)
             if fallback is not None and self.mode == "normal":
                 runs = guard.predicate
                 if guard.negated:
@@ -175,11 +193,12 @@ class _Generator:
                     code.append(b.instruction("not", [".pred"], [runs, guard.predicate]))
                 both = b.fresh_pred("q")
                 code.append(b.instruction("and", [".pred"], [both, fallback, runs]))
-                code.append(b.copy(load, operands=[value, *load.operands[1:]], guard=ir.Guard(both)))
+                into = _with_registers(load.operands[0], values)
+                code.append(b.copy(load, operands=[into, *load.operands[1:]], guard=ir.Guard(both)))
         last = code[-1]
-        code.append(b.mov(dst, value, guard=guard))
+        code += [b.mov(dst, value, guard=guard) for dst, value in zip(dsts, values, strict=True)]
         b.replace(load, code)
-        return Site(v, last, value, src)
+        return Site(v, last, values, srcs)
 
     def _corner_test(self, delta: int) -> tuple[ir.Register | None, ir.Operand | int, list[ir.Instruction]]:
         """The predicate of the lanes that load for themselves (an incomplete
@@ -227,10 +246,19 @@ class _Generator:
         ]
 
 
-def _dst(load: ir.Instruction) -> ir.Register:
-    dst = loaded_register(load)
-    assert dst is not None, "a chosen load writes one register"
-    return dst
+def _dsts(load: ir.Instruction) -> tuple[ir.Register, ...]:
+    dsts = load_registers(load)
+    assert dsts, "a chosen load writes registers"
+    return dsts
+
+
+def _with_registers(destination: ir.Operand, regs: tuple[ir.Register, ...]) -> ir.Operand:
+    """A load's destination operand with its registers replaced by ``regs``
+    in order (a vector's sinks stay where they are)."""
+    if not isinstance(destination, ir.VectorOperand):
+        return regs[0]
+    fresh = iter(regs)
+    return ir.VectorOperand(tuple(e if isinstance(e, ir.Sink) else next(fresh) for e in destination.elements))
 
 
 def _bits(typ: str) -> int:

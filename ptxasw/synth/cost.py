@@ -91,9 +91,11 @@ def costs_for(arch: str | None) -> Costs:
     return CALIBRATED[below[-1] if below else known[0]]
 
 
-def site_cost(costs: Costs, bits: int, mode: str) -> float:
-    """What one rewritten load costs per warp (N != 0; a reuse costs nothing)."""
-    shuffles = 1 if bits <= 32 else 2
+def site_cost(costs: Costs, bits: int, mode: str, elements: int = 1) -> float:
+    """What one rewritten load costs per warp (N != 0; a reuse costs nothing):
+    a shuffle per 32 bits of each of its ``elements`` (a vector load has
+    several), one corner test and one fallback load."""
+    shuffles = elements * (1 if bits <= 32 else 2)
     cost = shuffles * costs.shuffle
     if mode != "nocorner":
         cost += _CORNER_ALU * costs.alu

@@ -10,7 +10,11 @@ equation the pair must satisfy what makes the generated code right:
 - A **dominates** B in the control-flow graph and both sit in the same
   loops: every thread that reaches B has executed A in the same iteration,
   so the copy of A's value made right after A is defined and current.
-- A is scalar, of the same type and register width as B. A predicated
+- A has the type and register width of B. Either may be a vector load
+  (``ld.global.v2``, as Triton and Inductor load contiguous slices): each
+  element of B then takes one element of A, all with the same N (a scalar
+  load, one element of a vector one; a vector load, a whole vector one's).
+  A vector load stays unless all of its elements are replaced. A predicated
   load (``@%p ld``, Triton's masked loads) may be a source where lane
   ``laneid + N``'s predicate holds wherever B runs (for N == 0 the
   thread's own: B's guard implies A's), and may be replaced under its own
@@ -66,6 +70,7 @@ __all__ = [
     "Status",
     "detect_kernel",
     "is_global_load",
+    "load_registers",
     "loaded_register",
     "register_widths",
 ]
@@ -123,6 +128,8 @@ class LoadVerdict:
     assumptions: tuple[str, ...] = ()
     proof: str | None = None  # "proved", or why not, once the rewrite was checked
     in_kernel: bool = True  # False: the load sits in a called function
+    # Per register of the load (`load_registers`), the source's register its value comes from.
+    elements: tuple[int, ...] = ()
 
     @property
     def rewritten(self) -> bool:
@@ -130,6 +137,7 @@ class LoadVerdict:
 
     def block(self, reason: str) -> None:
         self.status, self.delta, self.source, self.assumptions = Status.BLOCKED, None, None, ()
+        self.elements = ()
         self.reason = reason
 
 
@@ -180,6 +188,15 @@ class _Pair:
     assumptions: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class _Match:
+    """N guessed for a (source, load) pair, and per register of the load
+    the source's register at that distance."""
+
+    delta: int
+    elements: tuple[int, ...]
+
+
 class _Detector:
     def __init__(self, module: ir.Module, fn: ir.Function, options: Options, *, merge: bool) -> None:
         """``merge``: flows that meet in the same state go on as one (see
@@ -205,14 +222,18 @@ class _Detector:
         self._ordering_points: list[int] | None = None
         self._samples: dict[tuple[str, int, int], z3.BitVecNumRef] = {}
         # Where each module instruction sits in the analysed (inlined) body,
-        # and on which flows it ran.
+        # and on which flows it ran: the trace position of each run's first
+        # element (a vector load records one access per register, in order).
         self.index: dict[int, int] = {}
         self.occurrences: dict[int, list[tuple[Flow, int]]] = {}
+        self._ragged: set[int] = set()  # loads with a run that recorded fewer elements
         for flow in self.analysis.flows:
-            for j, acc in enumerate(flow.trace):
-                if acc.kind == "ld":
-                    self.index.setdefault(id(acc.inst), acc.index)
-                    self.occurrences.setdefault(id(acc.inst), []).append((flow, j))
+            for j, length in _runs(flow.trace):
+                inst = flow.trace[j].inst
+                self.index.setdefault(id(inst), flow.trace[j].index)
+                self.occurrences.setdefault(id(inst), []).append((flow, j))
+                if length != element_count(inst):
+                    self._ragged.add(id(inst))
         self.loops_of = {
             b: frozenset(loop.header for loop in self.cfg.loops if b in loop)
             for b in range(len(self.cfg.blocks))
@@ -260,6 +281,9 @@ class _Detector:
         if _is_plain_load(inst) and not self._global_everywhere(inst):
             verdict.reason = "unsupported access (generic address not shown to be global memory)"
             return verdict
+        if id(inst) in self._ragged:
+            verdict.reason = "unsupported access (a vector load traced in part)"
+            return verdict
         candidates = [a for a in own if a is not inst and id(a) not in targets and self._may_source(a, inst)]
         if not candidates:
             verdict.reason = "no neighbour"
@@ -267,25 +291,26 @@ class _Detector:
         # Guess N for every candidate on one flow (two model evaluations each),
         # then prove, smallest |N| and nearest source first, until one holds.
         flow, j = occurrences[0]
-        ranked: list[tuple[int, int, ir.Instruction]] = []
+        ranked: list[tuple[int, int, ir.Instruction, _Match]] = []
         reasons: list[str] = []
         for order, source in enumerate(candidates):
-            i = _last_before(flow.trace, source, j)
+            i = _run_before(flow.trace, source, j)
             if i is None:
                 reasons.append("divergent flow (the source load is not on every path)")
                 continue
-            guess = self._guess_delta(flow.trace[i], flow.trace[j])
+            guess = self._match(flow.trace, i, j, source, inst)
             if isinstance(guess, str):
                 reasons.append(guess)
             else:
-                ranked.append((abs(guess), -order, source))
-        for _, _, source in sorted(ranked, key=lambda t: (t[0], t[1])):
-            pair = self._pair(source, inst, occurrences)
+                ranked.append((abs(guess.delta), -order, source, guess))
+        for _, _, source, match in sorted(ranked, key=lambda t: (t[0], t[1])):
+            pair = self._pair(source, inst, occurrences, match)
             if pair.delta is None:
                 reasons.append(pair.reason or "no neighbour")
                 continue
             verdict.status = Status.REUSE if pair.delta == 0 else Status.SHUFFLE
             verdict.delta, verdict.source, verdict.assumptions = pair.delta, source, pair.assumptions
+            verdict.elements = match.elements
             if not self.analysis.complete:
                 # Every flow that ran agrees, but some did not run: keep it out.
                 verdict.block(f"analysis budget ({self.analysis.reason})")
@@ -294,14 +319,15 @@ class _Detector:
         return verdict
 
     def _register_bits(self, inst: ir.Instruction) -> int | None:
-        dst = loaded_register(inst)
-        if dst is None:
+        """The width of the registers the load writes (None: not one width)."""
+        regs = load_registers(inst)
+        if not regs:
             return None
         typ = isa.instruction_type(inst)
         bits = isa.type_bits(typ) if typ else None
         # A narrow load (ld.u8) into a wider register: the register's width counts.
-        declared = self.widths.get(dst.name)
-        return declared if declared is not None else bits
+        widths = {self.widths.get(r.name, bits) for r in regs}
+        return widths.pop() if len(widths) == 1 else None
 
     def _may_source(self, source: ir.Instruction, load: ir.Instruction) -> bool:
         """Structural conditions (see the module docstring) before any solving."""
@@ -393,69 +419,95 @@ class _Detector:
 
     # ---- one (source, load) pair over every flow that reaches the load ---------------------------
     def _pair(
-        self, source: ir.Instruction, load: ir.Instruction, occurrences: list[tuple[Flow, int]]
+        self,
+        source: ir.Instruction,
+        load: ir.Instruction,
+        occurrences: list[tuple[Flow, int]],
+        match: _Match,
     ) -> _Pair:
+        """Whether ``match`` (N and the source's register for each of the
+        load's) holds on every flow that reaches the load."""
         a_index, b_index = self.index[id(source)], self.index[id(load)]
         if self.loops_of[self.cfg.block_of(a_index)] != self.loops_of[self.cfg.block_of(b_index)]:
             return _Pair(None, "loop-carried")
         ordering = self._ordering_between(a_index, b_index)
         if ordering is not None:
             return _Pair(None, f"store in between (may be ordered after another thread's: {ordering})")
-        delta: int | None = None
+        delta = match.delta
         assumptions: set[str] = set()
-        source_terms: set[int] = set()
+        source_terms: set[tuple[int, ...]] = set()
         for flow, j in occurrences:
-            i = _last_before(flow.trace, source, j)
+            i = _run_before(flow.trace, source, j)
             if i is None:
                 return _Pair(None, "divergent flow (the source load is not on every path)")
-            a, b = flow.trace[i], flow.trace[j]
             # B may run guarded on this flow (its own predicate, if-converted
             # code, or one side of a branch that a merged run joined): where it
             # runs is part of its context.
-            guard = [b.guard] if b.guard is not None else []
-            hypotheses = [*self.analysis.assumptions, *flow.condition, *guard]
-            if delta is None:
-                guess = self._guess_delta(a, b)
-                if isinstance(guess, str):
-                    return _Pair(None, guess)
-                delta = guess
+            guard = flow.trace[j].guard
+            runs = [guard] if guard is not None else []
+            hypotheses = [*self.analysis.assumptions, *flow.condition, *runs]
             # Where the shuffled value is used: the lanes whose lane + N is in
             # the warp and the row (the others load for themselves).
             used = [*hypotheses, *self._source_in_row(delta)]
-            if a.guard is not None:
-                ran, guard_no_wrap = self._ran_where(source, a.guard, b.guard, delta, used)
+            source_guard = flow.trace[i].guard
+            if source_guard is not None:
+                ran, guard_no_wrap = self._ran_where(source, source_guard, guard, delta, used)
                 if not ran:
                     return _Pair(None, "divergent flow (the source load is guarded)")
                 if guard_no_wrap:
                     assumptions.add(NO_WRAP)
-            if not a.readonly:
-                k = flow.may_alias_store.get(i)
-                if k is not None and k < j:
-                    return _Pair(None, "store in between")
-            if a.version != b.version or a.value is None or b.value is None:
-                return _Pair(None, "store in between")
-            if lanes_may_write(self.prover, flow.trace, i, j, hypotheses, self._constants):
-                return _Pair(None, "store in between (another lane of the warp may write the address)")
-            source_terms.add(a.value.get_id())
+            values: list[int] = []
+            for m, e in enumerate(match.elements):
+                why = self._element_pair(flow, i + e, j + m, hypotheses, used, delta, assumptions)
+                if why is not None:
+                    return _Pair(None, why)
+                a_value = flow.trace[i + e].value
+                assert a_value is not None
+                values.append(a_value.get_id())
+            source_terms.add(tuple(values))
             if len(source_terms) > 1:
                 return _Pair(None, "divergent flow (the source value differs between paths)")
-            shifted = shift_thread(a.value, delta)
-            holds, needs_no_wrap = self.prover.equal(used, shifted, b.value)
-            if holds is None and not nonlinear(a.value) and not nonlinear(b.value):
-                # Detection's solver effort is small, and where the equality does
-                # not hold as terms the effort it needs depends on how Z3 happened
-                # to order the terms' operands (by the ids of earlier terms, so
-                # by what the process analysed before): a linear question is
-                # asked once more with the proof's effort, so that a file's
-                # rewrite does not depend on that. (Products of unknowns, a
-                # grid's row pitch, bit-blast whole multipliers: that costs
-                # seconds and mostly ends unknown again.)
-                holds, needs_no_wrap = self._full_prover().equal(used, shifted, b.value)
-            if not holds:
-                return _Pair(None, "non-constant delta" if holds is False else "solver gave up")
-            if needs_no_wrap:
-                assumptions.add(NO_WRAP)
         return _Pair(delta, None, tuple(sorted(assumptions)))
+
+    def _element_pair(
+        self,
+        flow: Flow,
+        i: int,
+        j: int,
+        hypotheses: list[z3.BoolRef],
+        used: list[z3.BoolRef],
+        delta: int,
+        assumptions: set[str],
+    ) -> str | None:
+        """Why the value that trace position ``i`` loaded in lane ``laneid +
+        N`` is not what position ``j`` loads, or None when it is (the
+        assumption that needed recorded in ``assumptions``)."""
+        a, b = flow.trace[i], flow.trace[j]
+        if not a.readonly:
+            k = flow.may_alias_store.get(i)
+            if k is not None and k < j:
+                return "store in between"
+        if a.version != b.version or a.value is None or b.value is None:
+            return "store in between"
+        if lanes_may_write(self.prover, flow.trace, i, j, hypotheses, self._constants):
+            return "store in between (another lane of the warp may write the address)"
+        shifted = shift_thread(a.value, delta)
+        holds, needs_no_wrap = self.prover.equal(used, shifted, b.value)
+        if holds is None and not nonlinear(a.value) and not nonlinear(b.value):
+            # Detection's solver effort is small, and where the equality does
+            # not hold as terms the effort it needs depends on how Z3 happened
+            # to order the terms' operands (by the ids of earlier terms, so
+            # by what the process analysed before): a linear question is
+            # asked once more with the proof's effort, so that a file's
+            # rewrite does not depend on that. (Products of unknowns, a
+            # grid's row pitch, bit-blast whole multipliers: that costs
+            # seconds and mostly ends unknown again.)
+            holds, needs_no_wrap = self._full_prover().equal(used, shifted, b.value)
+        if not holds:
+            return "non-constant delta" if holds is False else "solver gave up"
+        if needs_no_wrap:
+            assumptions.add(NO_WRAP)
+        return None
 
     def _full_prover(self) -> Prover:
         if self._full is None:
@@ -504,6 +556,31 @@ class _Detector:
         if load_guard is None:
             return False, False
         return source_guard.eq(load_guard) or self.prover.proves(hypotheses, source_guard) is True, False
+
+    def _match(
+        self, trace: list[Access], i: int, j: int, source: ir.Instruction, load: ir.Instruction
+    ) -> _Match | str:
+        """The smallest N at which every register of the load (its run at
+        trace position ``j``) is one of the source's (its run at ``i``) in
+        lane ``laneid + N``, and which of them; else why none is."""
+        reasons: list[str] = []
+        per_element: list[dict[int, int]] = []
+        for m in range(element_count(load)):
+            at: dict[int, int] = {}
+            for e in range(element_count(source)):
+                guess = self._guess_delta(trace[i + e], trace[j + m])
+                if isinstance(guess, str):
+                    reasons.append(guess)
+                else:
+                    at.setdefault(guess, e)
+            per_element.append(at)
+        common = set.intersection(*(set(at) for at in per_element)) if per_element else set()
+        if not common and any(per_element):
+            return SPLIT_VECTOR
+        if not common:
+            return _most_telling(reasons) if reasons else "no neighbour"
+        delta = min(common, key=lambda d: (abs(d), d))
+        return _Match(delta, tuple(at[delta] for at in per_element))
 
     def _guess_delta(self, a: Access, b: Access) -> int | str:
         """N from two random points (thread ids, block, parameters): (B's
@@ -595,11 +672,30 @@ def _signed_bits(value: int, width: int) -> int:
     return value - (1 << width) if value >> (width - 1) else value
 
 
-def _last_before(trace: list[Access], inst: ir.Instruction, j: int) -> int | None:
+def _run_before(trace: list[Access], inst: ir.Instruction, j: int) -> int | None:
+    """The trace position of the first element of ``inst``'s last run before position ``j``."""
     for i in range(j - 1, -1, -1):
         if trace[i].inst is inst and trace[i].kind == "ld":
-            return i
+            return i - element_count(inst) + 1
     return None
+
+
+def _runs(trace: list[Access]) -> list[tuple[int, int]]:
+    """Each run of a load in ``trace``: its first position and how many
+    elements it recorded (a vector load's elements are consecutive)."""
+    runs: list[tuple[int, int]] = []
+    j = 0
+    while j < len(trace):
+        acc = trace[j]
+        if acc.kind != "ld":
+            j += 1
+            continue
+        n, k = element_count(acc.inst), j + 1
+        while k < len(trace) and k - j < n and trace[k].kind == "ld" and trace[k].inst is acc.inst:
+            k += 1
+        runs.append((j, k - j))
+        j = k
+    return runs
 
 
 # Memory-model qualifiers that make a load an operation of its own: it must
@@ -609,20 +705,39 @@ def _last_before(trace: list[Access], inst: ir.Instruction, j: int) -> int | Non
 _ORDERED_LOAD = frozenset({".volatile", ".relaxed", ".acquire", ".sc", ".mmio"})
 
 
-def loaded_register(inst: ir.Instruction) -> ir.Register | None:
-    """The one register a scalar load writes: its destination, also when
-    written as a one-element vector (Triton prints ``ld.global.b32 { %r1 }``);
-    None for a vector load (``.v2``, ``.v4``) or anything else."""
+def load_registers(inst: ir.Instruction) -> tuple[ir.Register, ...] | None:
+    """The registers a load writes, in the order of its elements and of
+    their accesses in a trace: one for a scalar load (also written as a
+    one-element vector: Triton prints ``ld.global.b32 { %r1 }``), the
+    registers of a ``.v2``/``.v4`` one's braces but its sinks (``_``, not
+    loaded). None for anything else (a vector register, GCC's ``%v``)."""
     dst = inst.operands[0] if inst.operands else None
-    if isinstance(dst, ir.VectorOperand) and len(dst.elements) == 1:
-        dst = dst.elements[0]
-    return dst if isinstance(dst, ir.Register) else None
+    if isinstance(dst, ir.Register):
+        return (dst,) if isa.vector_width(inst) == 1 else None
+    if isinstance(dst, ir.VectorOperand):
+        regs = tuple(e for e in dst.elements if not isinstance(e, ir.Sink))
+        if regs and all(isinstance(r, ir.Register) for r in regs):
+            return regs  # type: ignore[return-value]
+    return None
+
+
+def loaded_register(inst: ir.Instruction) -> ir.Register | None:
+    """The one register a scalar load writes (`load_registers`); None for a
+    vector load or anything else."""
+    regs = load_registers(inst)
+    return regs[0] if regs is not None and len(regs) == 1 else None
+
+
+def element_count(inst: ir.Instruction) -> int:
+    """How many accesses one run of the load records: its registers, or
+    (a vector register) the vector's width."""
+    regs = load_registers(inst)
+    return len(regs) if regs is not None else max(1, isa.vector_width(inst))
 
 
 def _unsupported(inst: ir.Instruction, bits: int | None) -> str | None:
-    dst = inst.operands[0] if inst.operands else None
-    if isinstance(dst, ir.VectorOperand) and loaded_register(inst) is None:
-        return "unsupported access (vector load)"
+    if load_registers(inst) is None:
+        return "unsupported access (vector register)"
     if _ORDERED_LOAD & set(inst.modifiers):
         return "unsupported access (a volatile or memory-ordered load: each one must be performed)"
     if bits not in (16, 32, 64):
@@ -661,11 +776,16 @@ def register_widths(fn: ir.Function) -> dict[str, int]:
     return widths
 
 
+# A source holds some registers of a vector load at one N, not all: a site
+# takes every register of the load from one source load.
+SPLIT_VECTOR = "unsupported access (a vector load whose elements no one source load holds at one N)"
+
 _REASON_ORDER = (
     "delta out of range",
     "store in between",
     "loop-carried",
     "divergent flow",
+    SPLIT_VECTOR,
     "non-constant delta",
     "solver gave up",
     "no neighbour",

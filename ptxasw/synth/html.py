@@ -307,11 +307,15 @@ def _note(load: Mapping[str, Any], fid: str, sources: _SourceLines, feeds: Itera
         direction = "shfl.sync.down" if (delta or 0) > 0 else "shfl.sync.up"
         items.append(
             f"N = {_signed(delta)} ({direction}) from {_line_link(fid, load.get('source_load_line'))}"
+            f"{_esc(element_note(load))}"
         )
         if load.get("corner_lanes"):
             items.append(f"corner cases: {_esc(str(load['corner_lanes']))}")
     elif status == "reuse":
-        items.append(f"N = 0: the value loaded at {_line_link(fid, load.get('source_load_line'))}")
+        items.append(
+            f"N = 0: the value loaded at {_line_link(fid, load.get('source_load_line'))}"
+            f"{_esc(element_note(load))}"
+        )
     else:
         status = "blocked"
         items.append(_esc(str(load.get("reason") or "no reason given")))
@@ -390,6 +394,17 @@ def _ptx_text(files: Mapping[str, Any], path: str) -> str | None:
 def _first_load_line(kernel: Mapping[str, Any]) -> int | None:
     lines = [int(load["line"]) for load in kernel.get("loads_detail") or ()]
     return min(lines) if lines else None
+
+
+def element_note(load: dict[str, Any]) -> str:
+    """Which registers of the source load a rewritten load takes, in words
+    (empty for a scalar load from a scalar's, or a vector's first, register)."""
+    elements = load.get("source_elements")
+    if not elements or elements == [0]:
+        return ""
+    if len(elements) == 1:
+        return f" (its element {elements[0]})"
+    return f" (its elements {', '.join(str(e) for e in elements)})"
 
 
 def _line_link(fid: str, line: Any) -> str:

@@ -33,6 +33,7 @@ from ptxasw import ir
 from ptxasw.emulator.symbolic.executor import Access, Budget, Flow, KernelAnalysis, SymbolicExecutor
 from ptxasw.ir import isa
 from ptxasw.synth.codegen import Site
+from ptxasw.synth.detect import element_count
 from ptxasw.synth.solver import NO_WRAP, Prover, TermConstants, lanes_may_write
 
 __all__ = ["ProofResult", "prove_sites"]
@@ -76,9 +77,10 @@ def prove_sites(
 
     if not original.complete:
         return fail_all(f"not proved: analysis of the original incomplete ({original.reason})")
-    watch = {id(s.last): (s.dst, s.source) for s in sites}
+    watch = {id(s.last): (*s.dsts, *s.sources) for s in sites}
+    stand_ins = {id(s.last): len(s.dsts) for s in sites}
     rewritten = SymbolicExecutor(
-        module, fn, budget, merge=False, watch=watch, stand_ins=True, guard_visible_memory=False
+        module, fn, budget, merge=False, watch=watch, stand_ins=stand_ins, guard_visible_memory=False
     ).run()
     if not rewritten.complete:
         return ProofResult(
@@ -92,7 +94,7 @@ def prove_sites(
     prover = Prover(timeout_ms)
     constants = TermConstants()
     site_of = {id(s.last): k for k, s in enumerate(sites)}
-    source_terms: dict[int, set[int]] = defaultdict(set)
+    source_terms: dict[int, set[tuple[int, ...]]] = defaultdict(set)
     base = [*original.assumptions, *rewritten.assumptions]
     for old, new in pairs:
         hypotheses = [*base, *old.condition, *new.condition]
@@ -104,45 +106,62 @@ def prove_sites(
                 continue
             nth = seen[k]
             seen[k] += 1
-            access = _nth_load(old, loads[k], nth)
-            if access is None or access.value is None:
-                outcomes[k] = "failed: the original load does not run where the rewrite does"
-                continue
-            # A predicated load's value counts where it ran; elsewhere the
-            # register kept what it held, in the rewrite too (`@%g mov`).
-            where = [*hypotheses, access.guard] if access.guard is not None else hypotheses
-            value = access.value
-            new_value, source = obs.values
-            source_terms[k].add(source.get_id())
+            width = len(sites[k].dsts)
+            new_values, source_values = obs.values[:width], obs.values[width:]
+            source_terms[k].add(tuple(v.get_id() for v in source_values))
             if len(source_terms[k]) > 1:
                 outcomes[k] = "failed: the source value differs between paths"
                 continue
-            value = _in_register(value, new_value.size(), loads[k])
-            if value is None:
-                outcomes[k] = "failed: the register and the load differ in width"
-                continue
-            if _stale_in_warp(prover, constants, where, old, loads[k], sources[k], nth):
-                outcomes[k] = "failed: another lane may store to the address between the source and the load"
-                continue
-            holds, no_wrap = prover.equal_by_cases(where, new_value, value)
-            if not holds:
-                outcomes[k] = (
-                    "failed: the shuffled value can differ from the load"
-                    if holds is False
-                    else ("timeout: the solver gave up on the shuffled value")
+            for m, new_value in enumerate(new_values):
+                problem, value, no_wrap = _element_equal(
+                    prover, constants, hypotheses, old, loads[k], sources[k], nth * width + m, new_value
                 )
-                continue
-            if no_wrap:
-                assumptions[k].add(NO_WRAP)
-            assert obs.stand_in is not None
-            replaced.append((obs.stand_in, value))
+                if problem is not None:
+                    outcomes[k] = problem
+                    break
+                if no_wrap:
+                    assumptions[k].add(NO_WRAP)
+                replaced.append((obs.stand_ins[m], value))
         for k in range(len(sites)):
-            if outcomes[k] == PROVED and seen[k] != _count_loads(old, loads[k]):
+            runs = _count_loads(old, loads[k]) // element_count(loads[k])
+            if outcomes[k] == PROVED and seen[k] != runs:
                 outcomes[k] = "failed: the rewrite runs the site a different number of times"
         problem = _stores_differ(prover, hypotheses, old, new, replaced)
         if problem is not None:
             return ProofResult([problem] * len(sites), assumptions, rewritten)
     return ProofResult(outcomes, assumptions, rewritten)
+
+
+def _element_equal(
+    prover: Prover,
+    constants: TermConstants,
+    hypotheses: list[z3.BoolRef],
+    old: Flow,
+    load: ir.Instruction,
+    source: ir.Instruction | None,
+    position: int,
+    new_value: z3.BitVecRef,
+) -> tuple[str | None, z3.BitVecRef, bool]:
+    """Whether the rewrite's ``new_value`` is what the original's ``position``-th
+    access by ``load`` on flow ``old`` read: why not (or None), that value, and
+    whether the equality needed the no-wrap assumption."""
+    access = _nth_load(old, load, position)
+    if access is None or access.value is None:
+        return "failed: the original load does not run where the rewrite does", new_value, False
+    # A predicated load's value counts where it ran; elsewhere the
+    # register kept what it held, in the rewrite too (`@%g mov`).
+    where = [*hypotheses, access.guard] if access.guard is not None else hypotheses
+    value = _in_register(access.value, new_value.size(), load)
+    if value is None:
+        return "failed: the register and the load differ in width", new_value, False
+    if _stale_in_warp(prover, constants, where, old, load, source, position):
+        return "failed: another lane may store to the address between the source and the load", value, False
+    holds, no_wrap = prover.equal_by_cases(where, new_value, value)
+    if not holds:
+        if holds is False:
+            return "failed: the shuffled value can differ from the load", value, False
+        return "timeout: the solver gave up on the shuffled value", value, False
+    return None, value, no_wrap
 
 
 def _in_register(value: z3.BitVecRef, width: int, load: ir.Instruction) -> z3.BitVecRef | None:
@@ -188,7 +207,7 @@ def _stale_in_warp(
     nth: int,
 ) -> bool:
     """Whether, on ``flow``, another lane's store may write the address of the
-    ``nth`` run of ``load`` after the source load last ran (`lanes_may_write`):
+    ``nth`` access by ``load`` after the source load last ran (`lanes_may_write`):
     the equality of values below is of one thread's memory, which no other
     thread writes."""
     positions = _loads_of(flow, load)

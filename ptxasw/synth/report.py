@@ -133,6 +133,8 @@ def _load_entry(
         "status": str(v.status),
         "delta": v.delta if rewritten else None,
         "source_load_line": source_loc.line if rewritten and source_loc is not None else None,
+        # Per register of the load, the source load's register (by position) it takes.
+        "source_elements": list(v.elements) if rewritten else None,
         "corner_lanes": corner_lanes(v.delta, rows_whole) if v.status is Status.SHUFFLE and v.delta else None,
         "proof": v.proof,
         "reason": None if rewritten else _reason(v.reason, serves),

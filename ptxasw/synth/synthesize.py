@@ -33,7 +33,7 @@ from ptxasw.ir.builder import AnalysisCache, FunctionBuilder, copy_function
 from ptxasw.synth import tuned
 from ptxasw.synth.codegen import emit_shuffles
 from ptxasw.synth.cost import costs_for, nothing_pays, site_cost
-from ptxasw.synth.detect import KernelPlan, LoadVerdict, Options, detect_kernel, loaded_register
+from ptxasw.synth.detect import KernelPlan, LoadVerdict, Options, detect_kernel, load_registers
 from ptxasw.synth.pinning import fuses_nothing, settle, write_rounding
 from ptxasw.synth.prove import PROVED, prove_sites
 from ptxasw.synth.solver import clear_memos
@@ -140,7 +140,7 @@ def _keep_paying(plan: KernelPlan, options: Options) -> None:
         if v.delta == 0:
             continue
         bits = 64 if (isa.type_bits(isa.instruction_type(v.load) or "") or 32) > 32 else 32
-        cost = site_cost(costs, bits, options.mode)
+        cost = site_cost(costs, bits, options.mode, len(v.elements))
         if cost >= costs.load:
             v.block(f"does not pay on {options.arch or 'this target'} ({cost:.2f} warp loads for 1)")
 
@@ -173,8 +173,10 @@ def _keep_rounding(module: ir.Module, fn: ir.Function, plan: KernelPlan, options
     feeding = feeding_registers(fn, unpinned + found.other + calls)
     why = "no ptxas to ask" if options.assemble is None else "ptxas's choice was not found"
     for v in plan.chosen:
-        dst = loaded_register(v.load)
-        total = feeding.get(dst.name) if dst is not None else None
+        total = next(
+            (feeding[r.name] for r in load_registers(v.load) or () if r.name in feeding),
+            None,
+        )
         if total is None:
             continue
         line = f" at line {total.loc.line}" if total.loc.line else ""

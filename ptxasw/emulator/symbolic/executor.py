@@ -276,15 +276,15 @@ class Observation:
     """Register values right after a watched instruction ran on a flow
     (`SymbolicExecutor`'s ``watch``): what a proof about a rewrite compares.
     ``conditions`` is the length of the path condition then, as for `Access`;
-    ``trace_length`` how many accesses the flow had recorded. ``stand_in``:
-    the opaque value the first register was given from there on, when the
+    ``trace_length`` how many accesses the flow had recorded. ``stand_ins``:
+    the opaque values the first registers were given from there on, when the
     executor was asked to abstract watched values."""
 
     inst: ir.Instruction
     values: tuple[BV, ...]
     conditions: int
     trace_length: int
-    stand_in: BV | None = None
+    stand_ins: tuple[BV, ...] = ()
 
 
 @dataclass(eq=False)
@@ -1145,7 +1145,7 @@ class SymbolicExecutor:
         *,
         merge: bool = True,
         watch: dict[int, tuple[ir.Register, ...]] | None = None,
-        stand_ins: bool = False,
+        stand_ins: dict[int, int] | None = None,
         guard_visible_memory: bool = True,
     ) -> None:
         """``strict``: an instruction the semantics cannot model raises
@@ -1158,9 +1158,10 @@ class SymbolicExecutor:
         versions of a kernel turns it off, so that every path is its own flow
         with its own path condition. ``watch``: ``id()`` of module
         instructions -> registers whose values are recorded after the
-        instruction runs (`Flow.observations`). ``stand_ins``: the first
-        watched register then continues as a fresh opaque value (its
-        ``stand_in``), so that later terms are built over a symbol a proof
+        instruction runs (`Flow.observations`). ``stand_ins``: per watched
+        instruction, how many of its registers, from the first, then
+        continue as fresh opaque values (its ``stand_ins``: a rewritten
+        vector load has several), so that later terms are built over symbols a proof
         can put the original value for, rather than over the rewritten code's
         term, which the simplifier may have reshaped around.
         ``guard_visible_memory``: if-conversion may take regions with
@@ -1249,7 +1250,7 @@ class SymbolicExecutor:
         self._load_bits: dict[str, int] = {}  # load function name -> value width
         self.merge = merge
         self.watch = watch or {}
-        self.stand_ins = stand_ins
+        self.stand_ins = stand_ins or {}
 
     # ---- setup -------------------------------------------------------------
 
@@ -2116,13 +2117,14 @@ class SymbolicExecutor:
         for reg in regs:
             value = st.env.get((reg.name, reg.selector))
             values.append(value if value is not None else self.dom.fresh(f"undef.{_reg_text(reg)}", 32))
-        stand_in = None
-        if self.stand_ins and regs:
-            stand_in = self._stand_in(f"site.{_reg_text(regs[0])}", self.dom.width(values[0]))
-            st.env[(regs[0].name, regs[0].selector)] = stand_in
+        stand_ins = []
+        for reg, value in zip(regs[: self.stand_ins.get(id(module_inst), 0)], values, strict=False):
+            stand_in = self._stand_in(f"site.{_reg_text(reg)}", self.dom.width(value))
+            st.env[(reg.name, reg.selector)] = stand_in
+            stand_ins.append(stand_in)
         flow = st.flow
         flow.observations.append(
-            Observation(module_inst, tuple(values), len(st.pc), len(flow.trace), stand_in)
+            Observation(module_inst, tuple(values), len(st.pc), len(flow.trace), tuple(stand_ins))
         )
 
     def _stand_in(self, name: str, width: int) -> BV:

@@ -1,0 +1,166 @@
+"""Vector loads (``ld.global.v2``, ``.v4``) in the shuffle synthesis.
+
+nvcc loads a ``float2`` or ``double2`` with one vector load, and Triton and
+Inductor load a thread's contiguous slice so; the same addresses are then
+loaded again as single elements, or as the neighbouring lane's vector. Each
+register of a vector load is an element: a scalar load may take one element
+of an earlier vector load, a vector load every element of one earlier load
+at one N. The kernels are `tests/fixtures/vector_loads.ptx`, whose comments
+say what each load is.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ptxasw import ir
+from ptxasw.emulator.concrete.interpreter import launch
+from ptxasw.emulator.symbolic.executor import Budget
+from ptxasw.ir.builder import FunctionBuilder
+from ptxasw.ir.printer import print_module
+from ptxasw.parser import parse_ptx
+from ptxasw.synth.codegen import emit_shuffles
+from ptxasw.synth.detect import SPLIT_VECTOR, Options, Status, detect_kernel
+from ptxasw.synth.prove import PROVED, prove_sites
+from ptxasw.synth.synthesize import ShuffleSynthesisPass, _copy_with
+
+FIXTURE = Path(__file__).parent / "fixtures" / "vector_loads.ptx"
+
+# Per kernel, per load in program order: status, N, the source's register per register.
+EXPECTED = {
+    "pairs": [
+        (Status.BLOCKED, None, ()),
+        (Status.SHUFFLE, 1, (0, 1)),  # p[i+1]: lane + 1's pair
+        (Status.REUSE, 0, (1,)),  # x[2i+3]: its own pair's second element
+        (Status.SHUFFLE, -1, (1,)),  # x[2i+1]: lane - 1's second element
+        (Status.REUSE, 0, (0, 1)),  # p[i] again, its register changed in between
+    ],
+    "quads": [
+        (Status.BLOCKED, None, ()),
+        (Status.SHUFFLE, 1, (0,)),  # q[i+1].x (the .y a sink): lane + 1's first element
+        (Status.REUSE, 0, (1,)),  # q[i].y
+    ],
+    "split": [(Status.BLOCKED, None, ())] * 3,
+}
+
+
+def _synthesize(text: str) -> tuple[ir.Module, ShuffleSynthesisPass]:
+    module = parse_ptx(text, "vector_loads.ptx")
+    synthesis = ShuffleSynthesisPass(Options())
+    synthesis.run(module)
+    return module, synthesis
+
+
+def test_vector_loads_are_sources_and_targets() -> None:
+    _, synthesis = _synthesize(FIXTURE.read_text())
+    found = {
+        plan.kernel: [(v.status, v.delta, v.elements) for v in plan.verdicts] for plan in synthesis.plans
+    }
+    assert found == EXPECTED
+    for plan in synthesis.plans:
+        assert all(v.proof == PROVED for v in plan.chosen), plan.kernel
+    split = next(p for p in synthesis.plans if p.kernel == "split")
+    # The pair's elements are two scalar loads' values: one site takes one source load.
+    assert split.verdicts[2].reason == SPLIT_VECTOR
+
+
+def test_a_vector_target_becomes_one_corner_test_and_its_own_fallback() -> None:
+    """``p[i+1]`` becomes two shuffles behind one corner test, and the edge
+    lanes load the whole pair as before; the fallback reads both registers."""
+    module, _ = _synthesize(FIXTURE.read_text())
+    text = print_module(module)
+    pairs = text[text.index(".entry pairs") : text.index(".entry quads")]
+    assert pairs.count("shfl.sync.down.b32") == 2 and pairs.count("shfl.sync.up.b32") == 1
+    assert pairs.count("activemask") == 2
+    fallback = [
+        line for line in pairs.splitlines() if "ld.global.v2.f32" in line and line.lstrip().startswith("@")
+    ]
+    assert len(fallback) == 1 and "{%f3, %f4}" in fallback[0]
+    quads = text[text.index(".entry quads") : text.index(".entry split")]
+    # 64-bit elements travel as two 32-bit shuffles; the sink stays a sink.
+    assert quads.count("shfl.sync.down.b32") == 2 and "{%fd3, _}" in quads
+
+
+@pytest.mark.parametrize(
+    ("block", "grid", "n"),
+    [(32, 3, 96), (48, 2, 90), (16, 5, 77), (8, 3, 20), (64, 1, 64), (128, 1, 100), (96, 2, 191)],
+)
+def test_the_rewrites_compute_the_same_bits(block: int, grid: int, n: int) -> None:
+    """Original and rewrite launched alike in the reference interpreter write
+    the same bits, at block widths that are and are not multiples of a warp
+    and sizes that leave the last warp partial (threads past ``n`` leave)."""
+    text = FIXTURE.read_text()
+    module, synthesis = _synthesize(text)
+    assert sum(len(p.chosen) for p in synthesis.plans) == 6
+    rewritten = print_module(module)
+    threads = grid * block
+    rng = np.random.default_rng(block * 1000 + n)
+    floats = rng.standard_normal(2 * threads + 8).astype(np.float32)
+    doubles = rng.standard_normal(2 * threads + 4)
+    for kernel, x, out, extra in (
+        ("pairs", floats, np.zeros(2 * threads, np.float32), [np.uint32(n)]),
+        ("quads", doubles, np.zeros(threads, np.float64), [np.uint32(n)]),
+        ("split", floats, np.zeros(2 * threads, np.float32), []),
+    ):
+        written = []
+        for source in (text, rewritten):
+            y = out.copy()
+            launch(parse_ptx(source, "k.ptx"), kernel, grid, block, [x.copy(), y, *extra], strict=True)
+            written.append(y)
+        assert np.any(written[0] != 0), kernel
+        assert np.array_equal(written[0].view(np.uint8), written[1].view(np.uint8)), (kernel, block, n)
+
+
+def test_the_proof_refuses_a_vector_taken_in_the_wrong_order() -> None:
+    """The proof compares every register: the lane + 1 pair with its two
+    elements swapped (what a wrong element map would emit) is refused, and
+    the same site as detected is proven."""
+    module = parse_ptx(FIXTURE.read_text(), "vector_loads.ptx")
+    fn = next(f for f in module.functions if f.name == "pairs")
+    plan = detect_kernel(module, fn)
+    site = next(v for v in plan.verdicts if v.elements == (0, 1) and v.delta == 1)
+    outcomes = {}
+    for elements in ((0, 1), (1, 0)):
+        site.elements = elements
+        keep = [v for v in plan.verdicts if v is site]
+        trial_fn, trial_module, mapped = _copy_with(module, fn, keep)
+        sites = emit_shuffles(FunctionBuilder(trial_fn, trial_module), mapped, "normal")
+        result = prove_sites(
+            plan.analysis, trial_module, trial_fn, sites, [site.load], [site.source], Budget(time_s=10)
+        )
+        outcomes[elements] = result.outcomes[0]
+    assert outcomes[(0, 1)] == PROVED
+    assert outcomes[(1, 0)] != PROVED and outcomes[(1, 0)].startswith("failed")
+
+
+def test_the_report_names_the_source_registers() -> None:
+    from ptxasw.synth.html import element_note
+    from ptxasw.synth.report import kernel_entry
+
+    text = FIXTURE.read_text()
+    module = parse_ptx(text, "vector_loads.ptx")
+    synthesis = ShuffleSynthesisPass(Options(), apply=False)
+    synthesis.run(module)
+    plan = next(p for p in synthesis.plans if p.kernel == "pairs")
+    details = kernel_entry(str(FIXTURE), plan, module, text)["loads_detail"]
+    assert [d["source_elements"] for d in details] == [None, [0, 1], [1], [1], [0, 1]]
+    assert [element_note(d) for d in details] == [
+        "",
+        " (its elements 0, 1)",
+        " (its element 1)",
+        " (its element 1)",
+        " (its elements 0, 1)",
+    ]
+
+
+@pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas not found on PATH")
+def test_the_rewrite_assembles(tmp_path: Path) -> None:
+    module, _ = _synthesize(FIXTURE.read_text())
+    path = tmp_path / "rewritten.ptx"
+    path.write_text(print_module(module))
+    subprocess.run(["ptxas", "-arch=sm_90", str(path), "-o", str(tmp_path / "out.cubin")], check=True)
