@@ -164,3 +164,60 @@ def test_the_rewrite_assembles(tmp_path: Path) -> None:
     path = tmp_path / "rewritten.ptx"
     path.write_text(print_module(module))
     subprocess.run(["ptxas", "-arch=sm_90", str(path), "-o", str(tmp_path / "out.cubin")], check=True)
+
+
+@pytest.fixture(scope="module")
+def nvcc_halos(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """`benchmarks/vector_halo.py`'s kernels as nvcc builds them (float4,
+    float2 and double2 vectors with scalar halos)."""
+    if shutil.which("nvcc") is None:
+        pytest.skip("nvcc not found on PATH")
+    from benchmarks.vector_halo import SOURCE
+
+    folder = tmp_path_factory.mktemp("halo")
+    (folder / "halo.cu").write_text(SOURCE)
+    out = folder / "halo.ptx"
+    subprocess.run(
+        ["nvcc", "-O3", "-arch=sm_90", "-ptx", str(folder / "halo.cu"), "-o", str(out)], check=True
+    )
+    return out.read_text()
+
+
+@pytest.mark.parametrize(
+    ("kernel", "per_thread", "dtype", "block", "halo"),
+    [
+        ("row4_r3", 4, np.float32, 32, 6),
+        ("box4_r2", 4, np.float32, 48, 20),
+        ("box2f_r1", 2, np.float32, 16, 6),
+        ("box2_r2", 2, np.float64, 8, 20),
+    ],
+)
+def test_nvccs_vector_halos_become_exact_shuffles(
+    nvcc_halos: str, kernel: str, per_thread: int, dtype: type, block: int, halo: int
+) -> None:
+    """A thread's vector and its neighbours' elements on either side, as
+    nvcc writes them: every halo load is a neighbour's element (N = -1 or
+    +1), proven, and the rewrite writes the same bits as the original at
+    sizes with partial warps and rows of several warps."""
+    module, synthesis = _synthesize(nvcc_halos)
+    plan = next(p for p in synthesis.plans if p.kernel == kernel)
+    assert len(plan.chosen) == halo and {abs(v.delta) for v in plan.chosen} == {1}
+    assert all(v.proof == PROVED for v in plan.chosen)
+    rewritten = print_module(module)
+    vectors, height = 45, 7
+    pitch = vectors * per_thread + 8
+    x = np.random.default_rng(vectors).standard_normal(pitch * height).astype(dtype)
+    grid = ((vectors + block - 1) // block, height)
+    written = []
+    for source in (nvcc_halos, rewritten):
+        y = np.zeros(pitch * height, dtype)
+        launch(
+            parse_ptx(source, "halo.ptx"),
+            kernel,
+            grid,
+            (block, 1),
+            [x, y, np.int32(vectors), np.int32(pitch)],
+        )
+        written.append(y)
+    assert np.any(written[0] != 0)
+    assert np.array_equal(written[0].view(np.uint8), written[1].view(np.uint8))

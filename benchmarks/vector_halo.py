@@ -1,0 +1,257 @@
+"""Vectorised stencils: do the shuffles of a halo pay where the halo loads are strided?
+
+Why: hand-vectorised CUDA (and Triton, Inductor) loads a thread's run of
+elements with one ``float4``/``double2`` load and its halo, the elements on
+either side that belong to the neighbouring lanes' vectors, with scalar (or
+pair) loads. A warp's halo load touches 32 addresses 16 bytes apart: 512
+bytes, four L1 wavefronts, as many as the warp's whole ``float4`` load, for a
+quarter of the bytes. The suite's scalar stencils (issue 7's measurements)
+pay one wavefront per load, which a shuffle's issue slot does not beat; here
+a shuffle replaces four wavefronts. ptxasw finds these sources now that a
+vector load's registers are elements (`ptxasw.synth.detect`).
+
+Kernels (``SOURCE``; nvcc ``-O3 -arch=sm_90``, rows with a margin so no
+bounds checks but the row's end): ``row4_rR``, a 1-D stencil of radius R =
+1..4 along each row, a ``float4`` per thread and R floats of halo on each
+side; ``row2_rR``, the same with a ``double2`` per thread, R = 1, 2;
+``box4_rR``, a 2-D box of radius R = 1..3 (rows ``j - R .. j + R``, each a
+``float4`` and its halo: more loads per output, the rows above and below
+hits in L1); ``box2f_rR`` and ``box2_rR``, the box with a ``float2`` and a
+``double2`` per thread, R = 1, 2. Each output is one ``fma`` chain over its points.
+
+Variants: ``load`` (nvcc's PTX as it is), ``normal`` (ptxasw's proven rewrite,
+every proven site kept: ``PTXASW_PROFIT=always``), ``noload`` (the paper's
+ablation: no corner loads, wrong at warp edges: the headroom). ``normal`` is
+checked bit for bit against ``load`` on the GPU; timing as
+`benchmarks.exact_scheme` (interleaved samples of >= 0.5 ms, median of
+``--runs``), at an L2-resident size (2 x 8 MiB) and a DRAM-bound one (2 x 512 MiB).
+
+Two phases, as the GPU machine lacks the analysis's dependencies::
+
+    python benchmarks/vector_halo.py --prepare DIR           # here: nvcc, ptxasw
+    python benchmarks/vector_halo.py --run DIR [--json OUT]  # GPU: ptxas, CuPy
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+RADII = {"row4": (1, 2, 3, 4), "row2": (1, 2), "box4": (1, 2, 3), "box2f": (1, 2), "box2": (1, 2)}
+# Per family: the element type and how many elements a thread's vector holds.
+ELEMENTS = {
+    "row4": ("f32", 4),
+    "row2": ("f64", 2),
+    "box4": ("f32", 4),
+    "box2f": ("f32", 2),
+    "box2": ("f64", 2),
+}
+VARIANTS = ("load", "normal", "noload")
+BLOCK = 128
+# Rows of the two sizes: (floats per row, rows). L2: 2 arrays x 8 MiB; DRAM: 2 x 512 MiB.
+SIZES = {"l2": (4096, 512), "dram": (16384, 8192)}
+MARGIN = 4  # elements before and after each row (the halo of the first and last vector)
+
+SOURCE = r"""
+template <typename T, int V> struct Vec;
+template <> struct Vec<float, 4> { using type = float4; };
+template <> struct Vec<float, 2> { using type = float2; };
+template <> struct Vec<double, 2> { using type = double2; };
+
+// Rows j - ROWS .. j + ROWS, each a vector of V elements per thread and its
+// halo, R elements on either side (the neighbouring lanes' vectors: R <= V).
+template <typename T, int V, int R, int ROWS>
+__device__ __forceinline__ void stencil(const T *__restrict__ x, T *__restrict__ y, int nv, int pitch) {
+    using VT = typename Vec<T, V>::type;
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    int j = blockIdx.y + ROWS;
+    if (i >= nv || j + ROWS >= gridDim.y) return;
+    T o[V];
+#pragma unroll
+    for (int e = 0; e < V; ++e) o[e] = T(0);
+#pragma unroll
+    for (int r = -ROWS; r <= ROWS; ++r) {
+        const T *row = x + (size_t)(j + r) * pitch + 4;
+        VT c = reinterpret_cast<const VT *>(row)[i];
+        const T *cv = reinterpret_cast<const T *>(&c);
+        T v[V + 2 * R];
+#pragma unroll
+        for (int k = 0; k < R; ++k) {
+            v[k] = row[V * i - R + k];
+            v[R + V + k] = row[V * i + V + k];
+        }
+#pragma unroll
+        for (int e = 0; e < V; ++e) v[R + e] = cv[e];
+#pragma unroll
+        for (int e = 0; e < V; ++e)
+#pragma unroll
+            for (int d = 0; d <= 2 * R; ++d) o[e] = fma(T(1) / T(d + r + ROWS + 2), v[e + d], o[e]);
+    }
+    VT out;
+    T *ov = reinterpret_cast<T *>(&out);
+#pragma unroll
+    for (int e = 0; e < V; ++e) ov[e] = o[e];
+    reinterpret_cast<VT *>(y + (size_t)j * pitch + 4)[i] = out;
+}
+
+#define K(NAME, T, V, R, ROWS) extern "C" __global__ void NAME(const T *__restrict__ x, T *__restrict__ y, \
+    int nv, int pitch) { stencil<T, V, R, ROWS>(x, y, nv, pitch); }
+K(row4_r1, float, 4, 1, 0) K(row4_r2, float, 4, 2, 0) K(row4_r3, float, 4, 3, 0) K(row4_r4, float, 4, 4, 0)
+K(row2_r1, double, 2, 1, 0) K(row2_r2, double, 2, 2, 0)
+K(box4_r1, float, 4, 1, 1) K(box4_r2, float, 4, 2, 2) K(box4_r3, float, 4, 3, 3)
+K(box2f_r1, float, 2, 1, 1) K(box2f_r2, float, 2, 2, 2)
+K(box2_r1, double, 2, 1, 1) K(box2_r2, double, 2, 2, 2)
+"""
+
+
+def kernels() -> list[tuple[str, str, int]]:
+    """(symbol, family, radius) of every kernel."""
+    return [(f"{family}_r{r}", family, r) for family, radii in RADII.items() for r in radii]
+
+
+# ---- phase 1: nvcc and ptxasw (no GPU) ----------------------------------------------------------
+
+
+def prepare(folder: Path) -> int:
+    from ptxasw.ir.printer import print_module
+    from ptxasw.parser import parse_ptx
+    from ptxasw.synth.detect import Options
+    from ptxasw.synth.synthesize import ShuffleSynthesisPass
+
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        print("vector_halo: error: nvcc not found on PATH", file=sys.stderr)
+        return 1
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "vector_halo.cu").write_text(SOURCE)
+    original = folder / "load.ptx"
+    subprocess.run(
+        [nvcc, "-O3", "-arch=sm_90", "-ptx", str(folder / "vector_halo.cu"), "-o", str(original)], check=True
+    )
+    text = original.read_text()
+    manifest: dict[str, Any] = {"kernels": {}}
+    for mode in ("normal", "noload"):
+        module = parse_ptx(text, str(original))
+        synthesis = ShuffleSynthesisPass(Options(mode=mode))
+        synthesis.run(module)
+        (folder / f"{mode}.ptx").write_text(print_module(module))
+        for plan in synthesis.plans:
+            entry = manifest["kernels"].setdefault(plan.kernel, {})
+            entry[mode] = {
+                "loads": plan.global_loads,
+                "rewritten": len(plan.chosen),
+                "deltas": sorted(v.delta for v in plan.chosen),
+                "proved": all(v.proof == "proved" for v in plan.chosen),
+            }
+    (folder / "manifest.json").write_text(json.dumps(manifest, indent=1))
+    for name, entry in manifest["kernels"].items():
+        normal = entry["normal"]
+        print(f"{name}: {normal['rewritten']} of {normal['loads']} loads rewritten, N {normal['deltas']}")
+    return 0
+
+
+# ---- phase 2: ptxas and the GPU -----------------------------------------------------------------
+
+
+def _assemble(folder: Path, variant: str) -> tuple[Path, dict[str, int]]:
+    """The variant's cubin and the registers of each kernel (``ptxas -v``)."""
+    cubin = folder / f"{variant}.cubin"
+    done = subprocess.run(
+        ["ptxas", "-arch=sm_90", "-v", str(folder / f"{variant}.ptx"), "-o", str(cubin)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    registers: dict[str, int] = {}
+    current = None
+    for line in done.stderr.splitlines():
+        m = re.search(r"Compiling entry function '(\w+)'", line)
+        if m:
+            current = m.group(1)
+        m = re.search(r"Used (\d+) registers", line)
+        if m and current is not None:
+            registers[current] = int(m.group(1))
+    return cubin, registers
+
+
+def run(folder: Path, runs: int, out: Path | None) -> int:
+    try:
+        import cupy as cp
+        import numpy as np
+    except ImportError as exc:
+        print(f"vector_halo: error: needs CuPy and a GPU ({exc})", file=sys.stderr)
+        return 1
+    from benchmarks.exact_scheme import _measure
+
+    manifest = json.loads((folder / "manifest.json").read_text())
+    device = cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
+    modules, registers = {}, {}
+    for variant in VARIANTS:
+        cubin, registers[variant] = _assemble(folder, variant)
+        modules[variant] = cp.RawModule(path=str(cubin))
+    rows: list[dict[str, Any]] = []
+    rng = np.random.default_rng(11)
+    for symbol, family, radius in kernels():
+        kind, per_thread = ELEMENTS[family]
+        dtype = np.float32 if kind == "f32" else np.float64
+        for size, (width, height) in SIZES.items():
+            pitch = width + 2 * MARGIN
+            host = rng.standard_normal(pitch * height).astype(dtype)
+            x = cp.asarray(host)
+            del host
+            outs = {v: cp.zeros(pitch * height, dtype=dtype) for v in VARIANTS}
+            vectors = width // per_thread
+            grid = ((vectors + BLOCK - 1) // BLOCK, height)
+            launches = {
+                v: (
+                    modules[v].get_function(symbol),
+                    grid,
+                    (BLOCK,),
+                    (x, outs[v], np.int32(vectors), np.int32(pitch)),
+                )
+                for v in VARIANTS
+            }
+            fields = {
+                "kernel": symbol,
+                "radius": radius,
+                "size": size,
+                "rewritten": manifest["kernels"][symbol]["normal"]["rewritten"],
+                "loads": manifest["kernels"][symbol]["normal"]["loads"],
+            }
+            found = _measure(cp, np, launches, outs, ("normal",), runs, fields, f"{symbol:8} {size:4}", True)
+            for row in found:
+                row["registers"] = registers[row["variant"]].get(symbol)
+            rows += found
+            del x, outs
+            cp.get_default_memory_pool().free_all_blocks()
+    print(f"{device}; speed-up over load (median of {runs}); * = wrong at warp edges")
+    if out is not None:
+        out.write_text(json.dumps({"device": device, "runs": runs, "rows": rows}, indent=1))
+    return 0 if all(r["exact"] for r in rows if r["variant"] == "normal") else 2
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    phase = ap.add_mutually_exclusive_group(required=True)
+    phase.add_argument("--prepare", type=Path, metavar="DIR", help="nvcc and ptxasw: the variants' PTX")
+    phase.add_argument("--run", type=Path, metavar="DIR", help="on the GPU: check and time DIR's variants")
+    ap.add_argument("--runs", type=int, default=31, help="--run: timed samples per variant")
+    ap.add_argument("--json", type=Path, help="--run: write the rows here")
+    opts = ap.parse_args(argv)
+    if opts.prepare is not None:
+        return prepare(opts.prepare)
+    return run(opts.run, opts.runs, opts.json)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
