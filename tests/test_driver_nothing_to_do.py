@@ -278,12 +278,12 @@ def test_ptx_with_masked_loads_in_inline_asm_gets_its_reuses_only(target: pytest
     from ptxasw.synth.synthesize import ShuffleSynthesisPass
 
     (screen,) = default_passes(TRITON_STENCIL.read_text())
-    assert isinstance(screen, NothingPaysPass) and screen.reuses is not None
-    synthesis = screen.reuses({"stencil3"})
+    assert isinstance(screen, NothingPaysPass) and screen.synthesis is not None
+    synthesis = screen.synthesis({"stencil3"}, 0)
     assert isinstance(synthesis, ShuffleSynthesisPass) and synthesis.options.max_delta == 0
     assert synthesis.kernels == {"stencil3"}
     (idle,) = default_passes(JACOBI.read_text())
-    assert isinstance(idle, NothingPaysPass) and idle.reuses is None
+    assert isinstance(idle, NothingPaysPass) and idle.synthesis is None
 
 
 def test_the_wrapper_reuses_tritons_masked_loads_where_no_shuffle_pays(
@@ -329,3 +329,55 @@ def test_inline_asm_without_masked_loads_takes_the_any_input_entry(
     call = shadow.run("-arch", "sm_90", hinted, "-o", out)
     assert call.rc == 0 and call.fast, call.stderr
     assert out.read_text() == hinted.read_text()
+
+
+# --------------------------------------------------------------------------
+# Vector loads: where no contiguous load's shuffle pays, a strided halo's may
+
+VECTOR_HALO = REPO / "tests" / "fixtures" / "vector_halo.ptx"
+
+
+def test_the_screen_finds_global_vector_loads() -> None:
+    from ptxasw.synth.cost import worth_a_look
+
+    assert worth_a_look(VECTOR_HALO.read_text()) and worth_a_look(VECTOR_HALO.read_bytes())
+    assert worth_a_look(TRITON_STENCIL.read_text())  # masked loads in inline assembly
+    assert not worth_a_look(JACOBI.read_text()) and not worth_a_look(MINI_PTX)
+    assert not worth_a_look("\tst.global.v4.f32 [%rd1], {%f1, %f2, %f3, %f4};\n")  # a store
+    assert not worth_a_look("\tld.shared.v4.f32 {%f1, %f2, %f3, %f4}, [%r1];\n")
+
+
+def test_the_wrapper_keeps_the_halo_shuffles_that_pay(
+    fake_ptxas: Fake, env: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """On sm_90 no contiguous load's shuffle pays, yet a file with vector
+    loads is analysed: the 5-row float4 box keeps its 20 halo shuffles (L1
+    bound: `ptxasw.synth.cost.shuffle_pays`), the row none (its halo is
+    strided too, but the row is bound by what it moves)."""
+    log = tmp_path / "w.jsonl"
+    env.setenv("PTXASW_LOG", str(log))
+    ptx = tmp_path / "halo.ptx"
+    ptx.write_text(VECTOR_HALO.read_text())
+    assert main(["-arch=sm_90", str(ptx), "-o", str(tmp_path / "k.cubin")]) == 0
+    (record,) = _log(log)
+    (inp,) = record["inputs"]
+    (synthesis,) = [p for p in inp["passes"] if p["name"] == "shuffle-synthesis"]
+    assert record["status"] == "ok" and synthesis["shuffles"] == 20 and synthesis["kernels"] == 2, record
+    (call,) = fake_ptxas.calls()
+    (text,) = call["files"].values()
+    box = text[text.index(".entry box4_r2") : text.index(".entry row4_r2")]
+    row = text[text.index(".entry row4_r2") :]
+    assert box.count("shfl.sync") == 20 and "shfl.sync" not in row
+
+
+def test_an_any_input_entry_does_not_serve_vector_loads(shadow: Shadow, kernel: Path, tmp_path: Path) -> None:
+    """The shadow script's awk screen finds the vector loads as Python's
+    does: the file goes to Python, which rewrites the box's halo."""
+    out = tmp_path / "out.cubin"
+    shadow.run("-arch", "sm_90", kernel, "-o", out)
+    assert [e.name for e in shadow.entries()] == [FAST_ANY_INPUT]
+    halo = kernel.parent / "halo.ptx"
+    halo.write_text(VECTOR_HALO.read_text())
+    call = shadow.run("-arch", "sm_90", halo, "-o", out)
+    assert call.rc == 0 and not call.fast, call.stderr
+    assert out.read_text().count("shfl.sync") == 20

@@ -172,10 +172,10 @@ def nvcc_halos(tmp_path_factory: pytest.TempPathFactory) -> str:
     float2 and double2 vectors with scalar halos)."""
     if shutil.which("nvcc") is None:
         pytest.skip("nvcc not found on PATH")
-    from benchmarks.vector_halo import SOURCE
+    from benchmarks.vector_halo import source
 
     folder = tmp_path_factory.mktemp("halo")
-    (folder / "halo.cu").write_text(SOURCE)
+    (folder / "halo.cu").write_text(source())
     out = folder / "halo.ptx"
     subprocess.run(
         ["nvcc", "-O3", "-arch=sm_90", "-ptx", str(folder / "halo.cu"), "-o", str(out)], check=True
@@ -221,3 +221,43 @@ def test_nvccs_vector_halos_become_exact_shuffles(
         written.append(y)
     assert np.any(written[0] != 0)
     assert np.array_equal(written[0].view(np.uint8), written[1].view(np.uint8))
+
+
+def test_a_strided_halo_pays_only_where_the_kernel_is_bound_by_l1() -> None:
+    """The cost model's rule for loads whose lanes are 16 bytes apart (four
+    L1 wavefronts), with the figures of `benchmarks/vector_halo.py`'s
+    kernels: a float4 box of radius 2 (100 load wavefronts for 24 lines
+    moved) keeps its shuffles; a float4 row (20 for 8) and a float2 box (two
+    wavefronts a halo load) do not; a load of one wavefront never does."""
+    from ptxasw.synth.cost import costs_for, shuffle_pays
+    from ptxasw.synth.detect import Traffic
+
+    h100 = costs_for("sm_90")
+    box, row = Traffic(loads=100, dense=20, stores=4), Traffic(loads=20, dense=4, stores=4)
+    assert shuffle_pays(h100, 32, "normal", 1, 4.0, box)[0]
+    assert not shuffle_pays(h100, 32, "normal", 1, 4.0, row)[0]
+    assert "not bound by L1" in shuffle_pays(h100, 32, "normal", 1, 4.0, row)[1]
+    assert not shuffle_pays(h100, 32, "normal", 1, 2.0, Traffic(loads=50, dense=10, stores=2))[0]
+    assert not shuffle_pays(h100, 32, "normal", 1, 1.0, box)[0]
+    assert shuffle_pays(h100, 64, "normal", 1, 4.0, box)[0]  # double2's halo: 2 shuffles for 4 wavefronts
+    assert not shuffle_pays(h100, 32, "normal", 4, 4.0, box)[0]  # a whole float4: 4 shuffles for 4
+
+
+def test_the_cost_model_keeps_the_halos_of_l1_bound_boxes(nvcc_halos: str) -> None:
+    """What the drop-in does by default on sm_90: the analysis runs on the
+    kernels with vector loads (although no contiguous load pays there), sees
+    their traffic, and keeps the halo shuffles of the boxes it measured
+    gaining, not those of the rows and of the float2 box."""
+    from ptxasw.synth.detect import Traffic
+
+    module = parse_ptx(nvcc_halos, "halo.ptx")
+    synthesis = ShuffleSynthesisPass(Options(profit="model", arch="sm_90"))
+    synthesis.run(module)
+    plans = {p.kernel: p for p in synthesis.plans}
+    box = plans["box4_r2"]
+    assert box.traffic == Traffic(loads=100, dense=20, stores=4)
+    assert {v.wavefronts for v in box.verdicts} == {4.0}
+    assert len(box.chosen) == 20
+    for name in ("row4_r2", "box2f_r2", "box4_r1"):
+        assert not plans[name].chosen, name
+        assert any("does not pay" in (v.reason or "") for v in plans[name].verdicts), name

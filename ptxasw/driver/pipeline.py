@@ -125,20 +125,22 @@ class PipelineResult:
 
 def default_passes(text: str | None = None) -> list[ModulePass]:
     """The passes the drop-in ``ptxas`` runs on ``text``: shuffle synthesis
-    (unless ``PTXASW_SYNTH=0``); where no shuffle pays on the target, only
-    reuses (N = 0), and only in PTX with masked loads in inline assembly
-    (`ptxasw.synth.cost.masked_loads_in_inline_asm`)."""
+    (unless ``PTXASW_SYNTH=0``); where no contiguous load's shuffle pays on
+    the target, only in PTX worth a look (`ptxasw.synth.cost.worth_a_look`:
+    masked loads in inline assembly get their reuses, kernels with vector
+    loads the synthesis, whose cost model keeps the halo shuffles that pay)."""
     settings = synthesis_settings(warn=True)
     if settings["synth"] == "0":
         return []
     if model_rules_out_shuffles(settings):
-        from ptxasw.synth.cost import NothingPaysPass, masked_loads_in_inline_asm
+        from ptxasw.synth.cost import NothingPaysPass, worth_a_look
 
-        def reuses(kernels: set[str]) -> ModulePass:
-            return _synthesis(settings, kernels, max_delta=0)
+        def synthesis(kernels: set[str], max_delta: int | None) -> ModulePass:
+            delta = int(settings["max_delta"]) if max_delta is None else max_delta
+            return _synthesis(settings, kernels, max_delta=delta)
 
-        screened = text is not None and masked_loads_in_inline_asm(text)
-        return [NothingPaysPass(settings["arch"] or None, settings["mode"], reuses if screened else None)]
+        screened = text is not None and worth_a_look(text)
+        return [NothingPaysPass(settings["arch"] or None, settings["mode"], synthesis if screened else None)]
     return [_synthesis(settings, None, max_delta=int(settings["max_delta"]))]
 
 

@@ -1343,7 +1343,7 @@ def run_wrapper(argv: Sequence[str], *, allow_exec: bool = False) -> int:
     # When the pipeline could change nothing whatever the text, no input is read
     # or parsed: ptxas runs on the command line as it is (its output still staged).
     idle = pipeline_idle()
-    if idle is not None and _may_reuse(inputs):
+    if idle is not None and _worth_a_look(inputs):
         idle = None
     if idle is not None:
         record["reason"] = idle
@@ -1489,14 +1489,14 @@ def pipeline_idle() -> str | None:
         return None
 
 
-def _may_reuse(inputs: Sequence[Arg]) -> bool:
-    """Whether an input has masked loads in inline assembly, where a reuse
-    (N = 0) may be found and pays even where no shuffle does
-    (`ptxasw.synth.cost.masked_loads_in_inline_asm`). Standard input is not read
-    here (it can be read once); synthesis off means off. Fail-open: an
-    error of ours keeps the pipeline idle."""
+def _worth_a_look(inputs: Sequence[Arg]) -> bool:
+    """Whether an input has what may pay even where no contiguous load's
+    shuffle does: masked loads in inline assembly (reuses) or global vector
+    loads (their halo's shuffles; `ptxasw.synth.cost.worth_a_look`). Standard
+    input is not read here (it can be read once); synthesis off means off.
+    Fail-open: an error of ours keeps the pipeline idle."""
     from ptxasw.driver import settings
-    from ptxasw.synth.cost import masked_loads_in_inline_asm
+    from ptxasw.synth.cost import worth_a_look
 
     try:
         if settings.synthesis_settings()["synth"] == "0":
@@ -1509,7 +1509,7 @@ def _may_reuse(inputs: Sequence[Arg]) -> bool:
                 text = arg.value or ""
             else:
                 continue
-            if masked_loads_in_inline_asm(text):
+            if worth_a_look(text):
                 return True
     except Exception:
         return False

@@ -215,9 +215,10 @@ ptxasw_fast() {
     ptxasw_req="@PROTOCOL@$nl$h1$nl$h2$nl$ix$nl${outs# }$nl$arch$nl$c$nl$t"
     # This very file's entry, else one for any PTX under this key (the pipeline
     # could change nothing, whatever the text), but not for PTX with a masked
-    # global load in inline assembly (awk exits 0 when it finds one, 1 when it
-    # does not; `ptxasw.synth.cost.masked_loads_in_inline_asm` is the same test):
-    # a reuse of such loads pays on any target, so Python decides. A file the
+    # global load in inline assembly or a global vector load (awk exits 0 when
+    # it finds one, 1 when it does not; `ptxasw.synth.cost.worth_a_look` is the
+    # same test): a reuse of such loads pays on any target, and a strided halo
+    # around a vector may pay as shuffles, so Python decides. A file the
     # any-input entry served gets it as its own (a link), so that its rebuilds
     # skip the screen.
     e=$c/fast/$h1/$h2
@@ -225,6 +226,7 @@ ptxasw_fast() {
     if [ ! -f "$e" ] && [ -f "$c/fast/$h1/@ANY@" ]; then
         awk '/begin inline asm/ { a = 1 } /end inline asm/ { a = 0 }
             a && /@!?%[A-Za-z0-9_]+[ \t]+ld\.global/ { f = 1; exit }
+            /ld\.global[.A-Za-z0-9_:]*\.v[248]\./ { f = 1; exit }
             END { exit !f }' "$f" 2>/dev/null
         [ $? = 1 ] && own=$e && e=$c/fast/$h1/@ANY@
     fi

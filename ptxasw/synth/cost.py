@@ -34,33 +34,46 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ptxasw import ir
+    from ptxasw.synth.detect import Traffic
 
 __all__ = [
     "CALIBRATED",
     "Costs",
     "NothingPaysPass",
     "costs_for",
+    "loads_vectors",
     "masked_loads_in_inline_asm",
     "nothing_pays",
     "repeats_a_masked_load",
+    "shuffle_pays",
     "site_cost",
     "unprofitable_reason",
+    "worth_a_look",
 ]
 
 
 @dataclass(frozen=True)
 class Costs:
-    """Costs per warp in units of one warp-wide global load, and where they come from."""
+    """Costs per warp in units of one warp-wide global load, and where they come from.
+
+    ``l1_bound``: a kernel whose global loads touch at least this many L1
+    wavefronts per line it moves (its dense loads' and its stores'
+    wavefronts, `ptxasw.synth.detect.Traffic`) is taken to be bound by L1
+    rather than by L2 or DRAM, and there a strided load costs its
+    wavefronts. ``strided_margin``: by how much those must exceed the site's
+    cost."""
 
     shuffle: float
     fixup_load: float
     alu: float
     source: str
     load: float = 1.0
+    l1_bound: float = 4.0
+    strided_margin: float = 1.5
 
 
 # Corner-case instructions per site: activemask, setp (incomplete), setp (room), or.
@@ -71,7 +84,9 @@ CALIBRATED: dict[int, Costs] = {
         shuffle=0.78,
         fixup_load=0.75,
         alu=0.06,
-        source="H100 (sm_90): shuffle 0.78, predicated fix-up load 0.75 of a warp load (issue 7's fit)",
+        source="H100 (sm_90): shuffle 0.78, predicated fix-up load 0.75 of a warp load (issue 7's fit); "
+        "L1-bound from 4 load wavefronts per line moved, a strided load's wavefronts 1.5 times the "
+        "site's cost (benchmarks/vector_halo.py)",
     ),
 }
 
@@ -104,6 +119,47 @@ def site_cost(costs: Costs, bits: int, mode: str, elements: int = 1) -> float:
     return cost
 
 
+def shuffle_pays(
+    costs: Costs,
+    bits: int,
+    mode: str,
+    elements: int = 1,
+    wavefronts: float | None = None,
+    traffic: Traffic | None = None,
+) -> tuple[bool, str]:
+    """Whether a proven shuffle of a load pays, and the figures that say so.
+
+    A load whose warp touches one wavefront costs one warp load, and an exact
+    shuffle costs more (the module docstring). A strided one, a halo element
+    taken 16 bytes from its lane's neighbour (a ``float4`` stencil's), touches
+    four, in lines the kernel's dense loads brought into L1. Where the kernel
+    is bound by L1 (its loads touch ``l1_bound`` times the wavefronts of the
+    lines it moves: its dense loads and its stores; H100's L1 serves 128
+    bytes a clock per SM, its L2 some 24) the shuffle saves those
+    wavefronts, with ``strided_margin`` to spare. Measured on an H100
+    (`benchmarks/vector_halo.py`, ``results/vector_halo_h100.json``):
+    float4 and double2 boxes of halo radius 2-4 (4.2-7.5 wavefronts per line
+    moved) gain 1.07-1.59; boxes of radius 1 with up to 7 rows (2.3-2.7:
+    their rows come through L2) and the rows (2.5-3.5) do not, and a float2
+    box (2 wavefronts for a site of 1.77) loses 3-8 %. A first threshold,
+    16 load wavefronts per stored one, kept radius-1 boxes of 7 rows that
+    lost 2-6 %; this one was fitted with them and checked on boxes it had
+    not seen."""
+    cost = site_cost(costs, bits, mode, elements)
+    strided = wavefronts is not None and wavefronts > costs.load
+    if not strided or traffic is None:
+        return cost < costs.load, f"{cost:.2f} warp loads for 1"
+    assert wavefronts is not None
+    moved = traffic.dense + traffic.stores
+    if traffic.loads < costs.l1_bound * moved:
+        return cost < costs.load, (
+            f"{cost:.2f} warp loads for 1: not bound by L1, "
+            f"{traffic.loads:.0f} load wavefronts for {moved:.0f} lines moved"
+        )
+    pays = wavefronts >= costs.strided_margin * cost
+    return pays, f"{cost:.2f} warp loads for {wavefronts:.0f} L1 wavefronts"
+
+
 def nothing_pays(arch: str | None, mode: str) -> bool:
     """Whether even the cheapest shuffle (32 bits) costs at least the load it saves."""
     costs = costs_for(arch)
@@ -129,6 +185,24 @@ def masked_loads_in_inline_asm(text: str | bytes) -> bool:
     return any(_MASKED_LOAD.search(m.group(1)) for m in _INLINE_ASM.finditer(text))
 
 
+# A global vector load anywhere in the text (``ld.global.nc.v4.f32``): the
+# shadow toolkit's script looks for the same (`ptxasw.driver.toolkit`).
+_VECTOR_LOAD = re.compile(r"ld\.global[.A-Za-z0-9_:]*\.v[248]\.")
+
+
+def worth_a_look(text: str | bytes) -> bool:
+    """Whether the PTX may have something that pays where no contiguous
+    load's shuffle does: masked loads in inline assembly (reuses,
+    `masked_loads_in_inline_asm`) or global vector loads (the strided halo
+    around a thread's vector, `shuffle_pays`). A screen of the text, before
+    any parsing."""
+    if masked_loads_in_inline_asm(text):
+        return True
+    if isinstance(text, bytes):
+        return b".v" in text and _VECTOR_LOAD.search(text.decode("utf-8", "surrogateescape")) is not None
+    return _VECTOR_LOAD.search(text) is not None
+
+
 def repeats_a_masked_load(fn: ir.Function) -> bool:
     """Whether a predicated global load of ``fn`` reads an address operand
     that an earlier global load read: a compiler merges repeated loads of its
@@ -147,6 +221,19 @@ def repeats_a_masked_load(fn: ir.Function) -> bool:
     return False
 
 
+def loads_vectors(fn: ir.Function) -> bool:
+    """Whether ``fn`` has a global vector load (``ld.global.v2``, ``.v4``): a
+    thread that owns a vector reads its neighbours' elements with strided
+    loads, which may pay as shuffles where no contiguous load does
+    (`shuffle_pays`). A screen for where the analysis may find them."""
+    from ptxasw.ir import isa
+
+    return any(
+        inst.opcode in ("ld", "ldu") and isa.state_space(inst) == ".global" and isa.vector_width(inst) > 1
+        for inst in fn.instructions()
+    )
+
+
 def unprofitable_reason(arch: str | None, mode: str) -> str:
     """What the drop-in logs when `nothing_pays`: the target and the cheapest shuffle's cost."""
     cost = site_cost(costs_for(arch), 32, mode)
@@ -154,27 +241,54 @@ def unprofitable_reason(arch: str | None, mode: str) -> str:
 
 
 class NothingPaysPass:
-    """What the drop-in runs instead of the synthesis where no shuffle can pay:
-    it records that, and costs neither the analysis nor its imports (Z3 and
-    the emulator are most of a cold start). With ``reuses`` (a maker of the
-    synthesis for the named kernels, N = 0 only), the kernels that load an
-    address again under a mask (`repeats_a_masked_load`) get that instead."""
+    """What the drop-in runs instead of the synthesis where no contiguous
+    load's shuffle can pay: it records that, and costs neither the analysis
+    nor its imports (Z3 and the emulator are most of a cold start). With
+    ``synthesis`` (a maker of the synthesis for the named kernels and the
+    largest ``|N|``), the kernels with global vector loads (`loads_vectors`)
+    get the whole synthesis, whose cost model keeps the halo shuffles that
+    pay (`shuffle_pays`), and the others that load an address again under a
+    mask (`repeats_a_masked_load`) get their reuses (N = 0)."""
 
     name = "shuffle-synthesis"
 
     def __init__(
-        self, arch: str | None, mode: str, reuses: Callable[[set[str]], object] | None = None
+        self,
+        arch: str | None,
+        mode: str,
+        synthesis: Callable[[set[str], int | None], object] | None = None,
     ) -> None:
-        self.arch, self.mode, self.reuses = arch, mode, reuses
+        self.arch, self.mode, self.synthesis = arch, mode, synthesis
 
     def run(self, module: object, analyses: object = None, deadline: object = None) -> object:
         from ptxasw.driver.pipeline import PassResult
 
-        if self.reuses is not None:
-            wanted = {fn.name for fn in getattr(module, "kernels", []) if repeats_a_masked_load(fn)}
-            if wanted:
-                synthesis = self.reuses(wanted)
-                return synthesis.run(module, analyses, deadline=deadline)  # type: ignore[attr-defined]
-        kernels = len(getattr(module, "kernels", []))
+        kernels = getattr(module, "kernels", [])
+        if self.synthesis is not None:
+            vectors = {fn.name for fn in kernels if loads_vectors(fn)}
+            reuses = {fn.name for fn in kernels if fn.name not in vectors and repeats_a_masked_load(fn)}
+            # None: the settings' largest |N|.
+            runs = [(names, delta) for names, delta in ((vectors, None), (reuses, 0)) if names]
+            if runs:
+                results = [
+                    self.synthesis(names, delta).run(module, analyses, deadline=deadline)  # type: ignore[attr-defined]
+                    for names, delta in runs
+                ]
+                return _merged(results)
         reason = unprofitable_reason(self.arch, self.mode)
-        return PassResult(False, {"kernels": kernels, "unprofitable": kernels, "reason": reason})
+        return PassResult(False, {"kernels": len(kernels), "unprofitable": len(kernels), "reason": reason})
+
+
+def _merged(results: list[Any]) -> Any:
+    """One `PassResult` of several runs of the synthesis: changed if any
+    changed, numbers summed, anything else the last run's."""
+    from ptxasw.driver.pipeline import PassResult
+
+    stats: dict[str, Any] = {}
+    for result in results:
+        for key, value in result.stats.items():
+            if isinstance(value, int | float) and not isinstance(value, bool) and key in stats:
+                stats[key] += value
+            else:
+                stats[key] = value
+    return PassResult(any(r.changed for r in results), stats)

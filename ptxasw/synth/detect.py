@@ -68,6 +68,7 @@ __all__ = [
     "LoadVerdict",
     "Options",
     "Status",
+    "Traffic",
     "detect_kernel",
     "is_global_load",
     "load_registers",
@@ -128,6 +129,9 @@ class LoadVerdict:
     assumptions: tuple[str, ...] = ()
     proof: str | None = None  # "proved", or why not, once the rewrite was checked
     in_kernel: bool = True  # False: the load sits in a called function
+    # L1 wavefronts (128-byte lines) a warp's run of the load touches
+    # (`Traffic`); None where the lanes' addresses are not a constant stride apart.
+    wavefronts: float | None = None
     # Per register of the load (`load_registers`), the source's register its value comes from.
     elements: tuple[int, ...] = ()
 
@@ -139,6 +143,23 @@ class LoadVerdict:
         self.status, self.delta, self.source, self.assumptions = Status.BLOCKED, None, None, ()
         self.elements = ()
         self.reason = reason
+
+
+@dataclass(frozen=True)
+class Traffic:
+    """The L1 wavefronts a warp's global accesses touch, summed over the
+    kernel's instructions (each counted once, loops or not): what the cost
+    model compares to tell a kernel bound by L1 from one bound by L2 or DRAM.
+    A warp's access of ``b`` bytes a lane with lanes ``s`` bytes apart spans
+    ``31 s + b`` bytes: one 128-byte wavefront for 4-byte lanes side by
+    side, four for a ``float4`` or for a scalar taken 16 bytes apart.
+    ``dense``: the part of ``loads`` whose lanes' bytes are side by side (or
+    one address): the lines the kernel moves. A strided load (a halo element
+    beside a thread's vector) touches lines those brought into L1."""
+
+    loads: float
+    dense: float
+    stores: float
 
 
 @dataclass
@@ -154,6 +175,7 @@ class KernelPlan:
     pins: list[tuple[OpenSum, Choice]] = field(default_factory=list)
     # ptxas fuses no product of the original: the rewrite writes every one apart.
     apart: bool = False
+    traffic: Traffic | None = None  # with Options.profit "model"
 
     @property
     def chosen(self) -> list[LoadVerdict]:
@@ -610,6 +632,53 @@ class _Detector:
             return f"delta out of range ({delta:+d})"
         return delta
 
+    def traffic(self, verdicts: list[LoadVerdict]) -> Traffic:
+        """The kernel's `Traffic`, and each own load's wavefronts in its verdict."""
+        by_load = {id(v.load): v for v in verdicts}
+        loads = dense = stores = 0.0
+        seen: set[int] = set()
+        for flow in self.analysis.flows:
+            for j, length in _runs(flow.trace):
+                acc = flow.trace[j]
+                if id(acc.inst) in seen or acc.space not in (".global", "generic"):
+                    continue
+                seen.add(id(acc.inst))
+                # Lanes whose spread is unknown count as one dense line each.
+                count, side_by_side = self._spread(acc, length) or (1.0, True)
+                loads += count
+                dense += count if side_by_side else 0.0
+                verdict = by_load.get(id(acc.inst))
+                if verdict is not None:
+                    verdict.wavefronts = count
+            for acc in flow.trace:
+                if acc.kind != "st" or id(acc.inst) in seen or acc.space not in (".global", "generic"):
+                    continue
+                seen.add(id(acc.inst))
+                # A store of unknown spread counts as a whole warp's lines: the
+                # kernel is then taken to be bound by what it writes.
+                count, _ = self._spread(acc, isa.vector_width(acc.inst)) or (32.0, True)
+                stores += count
+        return Traffic(loads=loads, dense=dense, stores=stores)
+
+    def _spread(self, acc: Access, elements: int) -> tuple[float, bool] | None:
+        """The 128-byte lines a warp's run of ``acc`` (``elements`` accesses
+        of its size from its address on) spans, and whether its lanes' bytes
+        are side by side; None where the lanes are not a constant stride
+        apart at both sample points."""
+        if acc.address is None:
+            return None
+        steps = set()
+        for k in range(2):
+            here, there = self._value_at(acc.address, k), self._value_at(shift_thread(acc.address, 1), k)
+            if here is None or there is None:
+                return None
+            steps.add(abs(_signed_bits(there - here, acc.address.size())))
+        if len(steps) != 1:
+            return None
+        step, width = steps.pop(), acc.nbytes * elements
+        span = 31 * step + width
+        return float(min(32, max(1, -(-span // 128)))), step in (0, width)
+
     def _sample_value(self, c: z3.ExprRef, k: int) -> z3.BitVecNumRef:
         """`_sample` of the constant ``c`` at point ``k``, as a Z3 value (memoised)."""
         key = (c.decl().name(), c.size(), k)
@@ -832,4 +901,5 @@ def detect_kernel(module: ir.Module, fn: ir.Function, options: Options | None = 
         verdicts=verdicts,
         seconds=time.perf_counter() - start,
         block_shape_known=shape is not None and shape[0] % 32 == 0,
+        traffic=detector.traffic(verdicts) if options.profit == "model" else None,
     )

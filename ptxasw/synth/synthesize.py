@@ -32,7 +32,7 @@ from ptxasw.ir import isa
 from ptxasw.ir.builder import AnalysisCache, FunctionBuilder, copy_function
 from ptxasw.synth import tuned
 from ptxasw.synth.codegen import emit_shuffles
-from ptxasw.synth.cost import costs_for, nothing_pays, site_cost
+from ptxasw.synth.cost import costs_for, loads_vectors, nothing_pays, shuffle_pays
 from ptxasw.synth.detect import KernelPlan, LoadVerdict, Options, detect_kernel, load_registers
 from ptxasw.synth.pinning import fuses_nothing, settle, write_rounding
 from ptxasw.synth.prove import PROVED, prove_sites
@@ -140,9 +140,9 @@ def _keep_paying(plan: KernelPlan, options: Options) -> None:
         if v.delta == 0:
             continue
         bits = 64 if (isa.type_bits(isa.instruction_type(v.load) or "") or 32) > 32 else 32
-        cost = site_cost(costs, bits, options.mode, len(v.elements))
-        if cost >= costs.load:
-            v.block(f"does not pay on {options.arch or 'this target'} ({cost:.2f} warp loads for 1)")
+        pays, figures = shuffle_pays(costs, bits, options.mode, len(v.elements), v.wavefronts, plan.traffic)
+        if not pays:
+            v.block(f"does not pay on {options.arch or 'this target'} ({figures})")
 
 
 def _keep_rounding(module: ir.Module, fn: ir.Function, plan: KernelPlan, options: Options) -> None:
@@ -251,8 +251,13 @@ class ShuffleSynthesisPass(FunctionPass):
         # A verdict measured by ``ptxasw tune`` overrides the cost model (`ptxasw.synth.tuned`).
         measured = tuned.lookup(self._module, fn, self.options) if model else None
         # No shuffle can pay on this target: the analysis would be wasted, but
-        # for reuses (N = 0: they pay everywhere; `ptxasw.synth.cost`).
-        rules_out = self.options.max_delta != 0 and nothing_pays(self.options.arch, self.options.mode)
+        # for reuses (N = 0: they pay everywhere; `ptxasw.synth.cost`) and for
+        # the strided loads around a thread's vector (`shuffle_pays`).
+        rules_out = (
+            self.options.max_delta != 0
+            and nothing_pays(self.options.arch, self.options.mode)
+            and not loads_vectors(fn)
+        )
         if measured is None and model and rules_out:
             return {"kernels": 1, "unprofitable": 1}
         left = self._deadline.left()
