@@ -347,6 +347,25 @@ def test_the_screen_finds_global_vector_loads() -> None:
     assert not worth_a_look("\tld.shared.v4.f32 {%f1, %f2, %f3, %f4}, [%r1];\n")
 
 
+def test_only_kernels_with_loads_beside_their_vectors_are_analysed() -> None:
+    """Triton's tiles load vectors only (no strided load to shuffle: they are
+    left to the reuse screen); a float4 stencil's halo is scalar loads beside
+    its vectors; CUB's vectorised tile loads are of another width than its
+    scalar ones."""
+    from ptxasw.parser import parse_ptx
+    from ptxasw.synth.cost import loads_beside_vectors
+
+    def kernels(path: Path) -> list[str]:
+        module = parse_ptx(path.read_text(), path.name)
+        return [fn.name for fn in module.kernels if loads_beside_vectors(fn)]
+
+    assert kernels(VECTOR_HALO) == ["box4_r2", "row4_r2"]
+    triton = REPO / "tests" / "corpus" / "triton"
+    for name in ("add", "softmax", "stencil3"):
+        assert kernels(triton / f"{name}.ptx") == [], name
+    assert kernels(triton / "inductor" / "triton_poi_fused_add_mul_slice_sub_0.ptx")
+
+
 def test_the_wrapper_keeps_the_halo_shuffles_that_pay(
     fake_ptxas: Fake, env: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

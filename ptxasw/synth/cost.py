@@ -45,7 +45,7 @@ __all__ = [
     "Costs",
     "NothingPaysPass",
     "costs_for",
-    "loads_vectors",
+    "loads_beside_vectors",
     "masked_loads_in_inline_asm",
     "nothing_pays",
     "repeats_a_masked_load",
@@ -221,17 +221,22 @@ def repeats_a_masked_load(fn: ir.Function) -> bool:
     return False
 
 
-def loads_vectors(fn: ir.Function) -> bool:
-    """Whether ``fn`` has a global vector load (``ld.global.v2``, ``.v4``): a
-    thread that owns a vector reads its neighbours' elements with strided
-    loads, which may pay as shuffles where no contiguous load does
-    (`shuffle_pays`). A screen for where the analysis may find them."""
+def loads_beside_vectors(fn: ir.Function) -> bool:
+    """Whether ``fn`` has a global vector load (``ld.global.v4``) and a global
+    load of fewer elements of the same size: a thread that owns a vector
+    reads its neighbours' elements with such loads, strided, which may pay as
+    shuffles where no contiguous load does (`shuffle_pays`). A kernel of
+    vector loads only (Triton's tiles) has no strided load whose shuffle can
+    pay (a whole vector's shuffles cost more than its load). A screen for
+    where the analysis may find them."""
     from ptxasw.ir import isa
 
-    return any(
-        inst.opcode in ("ld", "ldu") and isa.state_space(inst) == ".global" and isa.vector_width(inst) > 1
-        for inst in fn.instructions()
-    )
+    widths: dict[int | None, set[int]] = {}
+    for inst in fn.instructions():
+        if inst.opcode in ("ld", "ldu") and isa.state_space(inst) == ".global":
+            bits = isa.type_bits(isa.instruction_type(inst) or "")
+            widths.setdefault(bits, set()).add(isa.vector_width(inst))
+    return any(len(counts) > 1 and max(counts) > 1 for counts in widths.values())
 
 
 def unprofitable_reason(arch: str | None, mode: str) -> str:
@@ -245,9 +250,10 @@ class NothingPaysPass:
     load's shuffle can pay: it records that, and costs neither the analysis
     nor its imports (Z3 and the emulator are most of a cold start). With
     ``synthesis`` (a maker of the synthesis for the named kernels and the
-    largest ``|N|``), the kernels with global vector loads (`loads_vectors`)
-    get the whole synthesis, whose cost model keeps the halo shuffles that
-    pay (`shuffle_pays`), and the others that load an address again under a
+    largest ``|N|``), the kernels with global vector loads and loads of
+    single elements beside them (`loads_beside_vectors`) get the whole
+    synthesis, whose cost model keeps the halo shuffles that pay
+    (`shuffle_pays`), and the others that load an address again under a
     mask (`repeats_a_masked_load`) get their reuses (N = 0)."""
 
     name = "shuffle-synthesis"
@@ -265,7 +271,7 @@ class NothingPaysPass:
 
         kernels = getattr(module, "kernels", [])
         if self.synthesis is not None:
-            vectors = {fn.name for fn in kernels if loads_vectors(fn)}
+            vectors = {fn.name for fn in kernels if loads_beside_vectors(fn)}
             reuses = {fn.name for fn in kernels if fn.name not in vectors and repeats_a_masked_load(fn)}
             # None: the settings' largest |N|.
             runs = [(names, delta) for names, delta in ((vectors, None), (reuses, 0)) if names]
