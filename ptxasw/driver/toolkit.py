@@ -215,19 +215,17 @@ ptxasw_fast() {
     ptxasw_req="@PROTOCOL@$nl$h1$nl$h2$nl$ix$nl${outs# }$nl$arch$nl$c$nl$t"
     # This very file's entry, else one for any PTX under this key (the pipeline
     # could change nothing, whatever the text), but not for PTX with a masked
-    # global load in inline assembly or a global vector load (awk exits 0 when
-    # it finds one, 1 when it does not; `ptxasw.synth.cost.worth_a_look` is the
-    # same test): a reuse of such loads pays on any target, and a strided halo
-    # around a vector may pay as shuffles, so Python decides. A file the
+    # global load in inline assembly, or global vector loads beside loads of
+    # single elements of their width (awk exits 0 when it finds them, 1 when it
+    # does not; `ptxasw.synth.cost.worth_a_look` is the same test): a reuse of
+    # such loads pays on any target, and a strided halo around a vector may pay
+    # as shuffles, so Python decides. A file the
     # any-input entry served gets it as its own (a link), so that its rebuilds
     # skip the screen.
     e=$c/fast/$h1/$h2
     own=
     if [ ! -f "$e" ] && [ -f "$c/fast/$h1/@ANY@" ]; then
-        awk '/begin inline asm/ { a = 1 } /end inline asm/ { a = 0 }
-            a && /@!?%[A-Za-z0-9_]+[ \t]+ld\.global/ { f = 1; exit }
-            /ld\.global[.A-Za-z0-9_:]*\.v[248]\./ { f = 1; exit }
-            END { exit !f }' "$f" 2>/dev/null
+        awk -v L=@L1_BOUND@ '@SCREEN@' "$f" 2>/dev/null
         [ $? = 1 ] && own=$e && e=$c/fast/$h1/@ANY@
     fi
     [ -f "$e" ] || return 1
@@ -289,6 +287,7 @@ def _valued_options() -> list[str]:
 def fast_path_script(package: Path) -> str:
     """The fast-path function of a shadow ``bin/ptxas`` for ``package`` (the ptxasw folder)."""
     from ptxasw.driver import cache
+    from ptxasw.synth.cost import CALIBRATED, SCREEN_AWK
 
     keyed = "".join(f"${{{v}-}}" for v in cache.FAST_KEYED_ENV)
     env = "".join(f"${{nl}}{v}${{{v}+=}}${{{v}-}}" for v in cache.FAST_KEYED_ENV)
@@ -305,6 +304,8 @@ def fast_path_script(package: Path) -> str:
         "@PROTOCOL@": cache.fast_protocol(package),
         "@MAGIC@": cache.FAST_MAGIC,
         "@ANY@": cache.FAST_ANY_INPUT,
+        "@SCREEN@": SCREEN_AWK.strip(),
+        "@L1_BOUND@": repr(min(c.l1_bound for c in CALIBRATED.values())),
     }
     text = _FAST_PATH
     for mark, value in fills.items():

@@ -42,15 +42,16 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CALIBRATED",
+    "SCREEN_AWK",
     "Costs",
     "NothingPaysPass",
     "costs_for",
-    "loads_beside_vectors",
     "masked_loads_in_inline_asm",
     "nothing_pays",
     "repeats_a_masked_load",
     "shuffle_pays",
     "site_cost",
+    "strided_halo_may_pay",
     "unprofitable_reason",
     "worth_a_look",
 ]
@@ -185,22 +186,95 @@ def masked_loads_in_inline_asm(text: str | bytes) -> bool:
     return any(_MASKED_LOAD.search(m.group(1)) for m in _INLINE_ASM.finditer(text))
 
 
-# A global vector load anywhere in the text (``ld.global.nc.v4.f32``): the
-# shadow toolkit's script looks for the same (`ptxasw.driver.toolkit`).
-_VECTOR_LOAD = re.compile(r"ld\.global[.A-Za-z0-9_:]*\.v[248]\.")
+# A global load's or store's operation (``ld.global.nc.v4.f32``), the first on a line.
+_GLOBAL_ACCESS = re.compile(r"(ld|st)\.global[.A-Za-z0-9_:]*")
+_LANES = (("v2", 2), ("v4", 4), ("v8", 8))
+
+# `worth_a_look` for the shadow toolkit's script (`ptxasw.driver.toolkit`),
+# line by line as Python reads it there: exits 0 where Python should look.
+# ``L`` is the calibration's ``l1_bound`` (``awk -v L=...``).
+SCREEN_AWK = r"""
+function halo(   k, b) {
+    b = 0
+    for (k in s) if (k in v) b += s[k]
+    if (b && 4 * b >= (L - 1) * vt + L * st) f = 1
+    split("", s); split("", v); vt = 0; st = 0
+}
+/begin inline asm/ { a = 1 }
+/end inline asm/ { a = 0 }
+a && /@!?%[A-Za-z0-9_]+[ \t]+ld\.global/ { f = 1; exit }
+/\.entry/ { halo(); if (f) exit }
+match($0, /(ld|st)\.global[.A-Za-z0-9_:]*/) {
+    op = substr($0, RSTART, RLENGTH); n = split(op, p, "."); w = p[n]
+    gsub(/[^0-9]/, "", w)
+    if (w != "") {
+        l = 1
+        if (op ~ /\.v2\./) l = 2; else if (op ~ /\.v4\./) l = 4; else if (op ~ /\.v8\./) l = 8
+        x = l * w / 32; if (x < 1) x = 1
+        if (op ~ /^st/) st += x; else if (l > 1) { v[w] += x; vt += x } else s[w]++
+    }
+}
+END { if (!f) halo(); exit !f }
+"""
 
 
-def worth_a_look(text: str | bytes) -> bool:
+def worth_a_look(text: str | bytes, l1_bound: float | None = None) -> bool:
     """Whether the PTX may have something that pays where no contiguous
     load's shuffle does: masked loads in inline assembly (reuses,
-    `masked_loads_in_inline_asm`) or global vector loads (the strided halo
-    around a thread's vector, `shuffle_pays`). A screen of the text, before
-    any parsing."""
+    `masked_loads_in_inline_asm`), or a kernel whose counts say a strided
+    halo may pay (`strided_halo_may_pay`, counted here off the text, kernel
+    by kernel from one ``.entry`` to the next). A screen of the text, before
+    any parsing; ``SCREEN_AWK`` is the same for the shadow toolkit's script."""
     if masked_loads_in_inline_asm(text):
         return True
     if isinstance(text, bytes):
-        return b".v" in text and _VECTOR_LOAD.search(text.decode("utf-8", "surrogateescape")) is not None
-    return _VECTOR_LOAD.search(text) is not None
+        if b".v" not in text:
+            return False
+        text = text.decode("utf-8", "surrogateescape")
+    elif ".v" not in text:
+        return False
+    bound = min(c.l1_bound for c in CALIBRATED.values()) if l1_bound is None else l1_bound
+    counts = _HaloCounts(bound)
+    for line in text.splitlines():
+        if ".entry" in line and counts.close():
+            return True
+        m = _GLOBAL_ACCESS.search(line)
+        if m is not None:
+            counts.add(m.group(0))
+    return counts.close()
+
+
+class _HaloCounts:
+    """One kernel's counts for `worth_a_look` (``SCREEN_AWK``'s ``halo``)."""
+
+    def __init__(self, l1_bound: float) -> None:
+        self.l1_bound = l1_bound
+        self.close()
+
+    def add(self, op: str) -> None:
+        width = re.sub(r"\D", "", op.rsplit(".", 1)[-1])
+        if not width:
+            return
+        lanes = next((n for tag, n in _LANES if f".{tag}." in op), 1)
+        wavefronts = max(1.0, lanes * int(width) / 32)
+        if op.startswith("st"):
+            self.stores += wavefronts
+        elif lanes > 1:
+            self.vectors[width] = self.vectors.get(width, 0.0) + wavefronts
+        else:
+            self.singles[width] = self.singles.get(width, 0) + 1
+
+    def close(self) -> bool:
+        """Whether the kernel counted so far passes; then start the next."""
+        found = False
+        if hasattr(self, "singles"):
+            beside = sum(n for width, n in self.singles.items() if width in self.vectors)
+            vectors = sum(self.vectors.values())
+            found = bool(beside) and 4 * beside >= (self.l1_bound - 1) * vectors + self.l1_bound * self.stores
+        self.singles: dict[str, int] = {}
+        self.vectors: dict[str, float] = {}
+        self.stores = 0.0
+        return found
 
 
 def repeats_a_masked_load(fn: ir.Function) -> bool:
@@ -221,22 +295,39 @@ def repeats_a_masked_load(fn: ir.Function) -> bool:
     return False
 
 
-def loads_beside_vectors(fn: ir.Function) -> bool:
-    """Whether ``fn`` has a global vector load (``ld.global.v4``) and a global
-    load of fewer elements of the same size: a thread that owns a vector
-    reads its neighbours' elements with such loads, strided, which may pay as
-    shuffles where no contiguous load does (`shuffle_pays`). A kernel of
-    vector loads only (Triton's tiles) has no strided load whose shuffle can
-    pay (a whole vector's shuffles cost more than its load). A screen for
-    where the analysis may find them."""
+def strided_halo_may_pay(fn: ir.Function, costs: Costs) -> bool:
+    """Whether ``fn`` may have a strided load whose shuffle `shuffle_pays`
+    keeps, counted off its instructions before any analysis: global vector
+    loads, loads of single elements of their width beside them (a thread
+    that owns a vector reads its neighbours' elements so), and enough of
+    those for the kernel to be bound by L1. Taking each single-element load
+    at most 4 wavefronts (lanes at most a 16-byte vector apart), each vector
+    load and store at least its bytes (its own run), the rule's ``loads >=
+    l1_bound x (dense + stores)`` needs ``4 singles >= (l1_bound - 1) x
+    vector wavefronts + l1_bound x store wavefronts``. Triton's tiles (vector
+    loads only), CUB's tile loads and math on ``double2`` arrays fail it; the
+    float4 stencils `benchmarks/vector_halo.py` gains on pass it."""
     from ptxasw.ir import isa
 
-    widths: dict[int | None, set[int]] = {}
+    singles: dict[int, int] = {}
+    vectors: dict[int, float] = {}
+    stores = 0.0
     for inst in fn.instructions():
-        if inst.opcode in ("ld", "ldu") and isa.state_space(inst) == ".global":
-            bits = isa.type_bits(isa.instruction_type(inst) or "")
-            widths.setdefault(bits, set()).add(isa.vector_width(inst))
-    return any(len(counts) > 1 and max(counts) > 1 for counts in widths.values())
+        if isa.state_space(inst) != ".global" or inst.opcode not in ("ld", "st"):
+            continue
+        bits = isa.type_bits(isa.instruction_type(inst) or "") or 32
+        lanes = isa.vector_width(inst)
+        wavefronts = max(1.0, lanes * bits / 32)
+        if inst.opcode == "st":
+            stores += wavefronts
+        elif lanes > 1:
+            vectors[bits] = vectors.get(bits, 0.0) + wavefronts
+        else:
+            singles[bits] = singles.get(bits, 0) + 1
+    beside = sum(n for bits, n in singles.items() if bits in vectors)
+    if not beside:
+        return False
+    return 4 * beside >= (costs.l1_bound - 1) * sum(vectors.values()) + costs.l1_bound * stores
 
 
 def unprofitable_reason(arch: str | None, mode: str) -> str:
@@ -250,10 +341,9 @@ class NothingPaysPass:
     load's shuffle can pay: it records that, and costs neither the analysis
     nor its imports (Z3 and the emulator are most of a cold start). With
     ``synthesis`` (a maker of the synthesis for the named kernels and the
-    largest ``|N|``), the kernels with global vector loads and loads of
-    single elements beside them (`loads_beside_vectors`) get the whole
-    synthesis, whose cost model keeps the halo shuffles that pay
-    (`shuffle_pays`), and the others that load an address again under a
+    largest ``|N|``), the kernels whose strided halo may pay
+    (`strided_halo_may_pay`) get the whole synthesis, whose cost model keeps
+    the halo shuffles that pay (`shuffle_pays`), and the others that load an address again under a
     mask (`repeats_a_masked_load`) get their reuses (N = 0)."""
 
     name = "shuffle-synthesis"
@@ -271,7 +361,8 @@ class NothingPaysPass:
 
         kernels = getattr(module, "kernels", [])
         if self.synthesis is not None:
-            vectors = {fn.name for fn in kernels if loads_beside_vectors(fn)}
+            costs = costs_for(self.arch)
+            vectors = {fn.name for fn in kernels if strided_halo_may_pay(fn, costs)}
             reuses = {fn.name for fn in kernels if fn.name not in vectors and repeats_a_masked_load(fn)}
             # None: the settings' largest |N|.
             runs = [(names, delta) for names, delta in ((vectors, None), (reuses, 0)) if names]

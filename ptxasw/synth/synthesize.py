@@ -32,7 +32,7 @@ from ptxasw.ir import isa
 from ptxasw.ir.builder import AnalysisCache, FunctionBuilder, copy_function
 from ptxasw.synth import tuned
 from ptxasw.synth.codegen import emit_shuffles
-from ptxasw.synth.cost import costs_for, loads_beside_vectors, nothing_pays, shuffle_pays
+from ptxasw.synth.cost import costs_for, nothing_pays, shuffle_pays, strided_halo_may_pay
 from ptxasw.synth.detect import KernelPlan, LoadVerdict, Options, detect_kernel, load_registers
 from ptxasw.synth.pinning import fuses_nothing, settle, write_rounding
 from ptxasw.synth.prove import PROVED, prove_sites
@@ -256,7 +256,7 @@ class ShuffleSynthesisPass(FunctionPass):
         rules_out = (
             self.options.max_delta != 0
             and nothing_pays(self.options.arch, self.options.mode)
-            and not loads_beside_vectors(fn)
+            and not strided_halo_may_pay(fn, costs_for(self.options.arch))
         )
         if measured is None and model and rules_out:
             return {"kernels": 1, "unprofitable": 1}
