@@ -127,8 +127,8 @@ def default_passes(text: str | None = None) -> list[ModulePass]:
     """The passes the drop-in ``ptxas`` runs on ``text``: shuffle synthesis
     (unless ``PTXASW_SYNTH=0``); where no contiguous load's shuffle pays on
     the target, only in PTX worth a look (`ptxasw.synth.cost.worth_a_look`:
-    masked loads in inline assembly get their reuses, kernels with vector
-    loads the synthesis, whose cost model keeps the halo shuffles that pay)."""
+    masked loads in inline assembly get their reuses, kernels whose strided
+    halo may pay the synthesis, whose cost model keeps the shuffles that pay)."""
     settings = synthesis_settings(warn=True)
     if settings["synth"] == "0":
         return []

@@ -1491,8 +1491,8 @@ def pipeline_idle() -> str | None:
 
 def _worth_a_look(inputs: Sequence[Arg]) -> bool:
     """Whether an input has what may pay even where no contiguous load's
-    shuffle does: masked loads in inline assembly (reuses) or global vector
-    loads (their halo's shuffles; `ptxasw.synth.cost.worth_a_look`). Standard
+    shuffle does: masked loads in inline assembly (reuses) or a kernel whose
+    strided halo may pay (`ptxasw.synth.cost.worth_a_look`). Standard
     input is not read here (it can be read once); synthesis off means off.
     Fail-open: an error of ours keeps the pipeline idle."""
     from ptxasw.driver import settings

@@ -177,13 +177,18 @@ def masked_loads_in_inline_asm(text: str | bytes) -> bool:
     inline asm``): a screen of the text, before any parsing. CUB's cache-hinted
     loads are inline assembly too, but unmasked; its kernels need no parse.
     A file's bytes are decoded only where the markers are."""
+    text = _decoded_if(text, "inline asm")
+    return text is not None and any(_MASKED_LOAD.search(m.group(1)) for m in _INLINE_ASM.finditer(text))
+
+
+def _decoded_if(text: str | bytes, marker: str) -> str | None:
+    """``text`` as a string where it contains ``marker``, else None: a file's
+    bytes are decoded only where a screen has something to look at."""
     if isinstance(text, bytes):
-        if b"inline asm" not in text:
-            return False
-        text = text.decode("utf-8", "surrogateescape")
-    if "inline asm" not in text:
-        return False
-    return any(_MASKED_LOAD.search(m.group(1)) for m in _INLINE_ASM.finditer(text))
+        if marker.encode() not in text:
+            return None
+        return text.decode("utf-8", "surrogateescape")
+    return text if marker in text else None
 
 
 # A global load's or store's operation (``ld.global.nc.v4.f32``), the first on a line.
@@ -227,11 +232,8 @@ def worth_a_look(text: str | bytes, l1_bound: float | None = None) -> bool:
     any parsing; ``SCREEN_AWK`` is the same for the shadow toolkit's script."""
     if masked_loads_in_inline_asm(text):
         return True
-    if isinstance(text, bytes):
-        if b".v" not in text:
-            return False
-        text = text.decode("utf-8", "surrogateescape")
-    elif ".v" not in text:
+    text = _decoded_if(text, ".v")
+    if text is None:
         return False
     bound = min(c.l1_bound for c in CALIBRATED.values()) if l1_bound is None else l1_bound
     counts = _HaloCounts(bound)

@@ -357,7 +357,7 @@ class _Detector:
             return False
         if isa.instruction_type(source) != isa.instruction_type(load):
             return False
-        if _unsupported(source, self._register_bits(source)) is not None:
+        if _unsupported(source, self._register_bits(source)) is not None or id(source) in self._ragged:
             return False
         if self._register_bits(source) != self._register_bits(load):
             return False
