@@ -287,7 +287,7 @@ def _valued_options() -> list[str]:
 def fast_path_script(package: Path) -> str:
     """The fast-path function of a shadow ``bin/ptxas`` for ``package`` (the ptxasw folder)."""
     from ptxasw.driver import cache
-    from ptxasw.synth.cost import CALIBRATED, SCREEN_AWK
+    from ptxasw.synth.cost import SCREEN_AWK, SCREEN_L1_BOUND
 
     keyed = "".join(f"${{{v}-}}" for v in cache.FAST_KEYED_ENV)
     env = "".join(f"${{nl}}{v}${{{v}+=}}${{{v}-}}" for v in cache.FAST_KEYED_ENV)
@@ -305,7 +305,7 @@ def fast_path_script(package: Path) -> str:
         "@MAGIC@": cache.FAST_MAGIC,
         "@ANY@": cache.FAST_ANY_INPUT,
         "@SCREEN@": SCREEN_AWK.strip(),
-        "@L1_BOUND@": repr(min(c.l1_bound for c in CALIBRATED.values())),
+        "@L1_BOUND@": repr(SCREEN_L1_BOUND),
     }
     text = _FAST_PATH
     for mark, value in fills.items():

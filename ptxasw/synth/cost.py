@@ -49,6 +49,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CALIBRATED",
     "SCREEN_AWK",
+    "SCREEN_L1_BOUND",
     "Costs",
     "NothingPaysPass",
     "costs_for",
@@ -96,6 +97,11 @@ CALIBRATED: dict[int, Costs] = {
         "site's cost (benchmarks/vector_halo.py)",
     ),
 }
+
+
+# The screens run before the target is known (the shadow script's awk): they
+# take the calibrations' smallest bound, where a kernel is soonest L1-bound.
+SCREEN_L1_BOUND = min(c.l1_bound for c in CALIBRATED.values())
 
 
 def _sm(arch: str | None) -> int | None:
@@ -241,48 +247,53 @@ def worth_a_look(text: str | bytes, l1_bound: float | None = None) -> bool:
     text = _decoded_if(text, ".v")
     if text is None:
         return False
-    bound = min(c.l1_bound for c in CALIBRATED.values()) if l1_bound is None else l1_bound
-    counts = _HaloCounts(bound)
+    bound = SCREEN_L1_BOUND if l1_bound is None else l1_bound
+    counts = _HaloCounts()
     for line in text.splitlines():
-        if ".entry" in line and counts.close():
-            return True
+        if ".entry" in line:
+            if counts.may_pay(bound):
+                return True
+            counts = _HaloCounts()
         m = _GLOBAL_ACCESS.search(line)
-        if m is not None:
-            counts.add(m.group(0))
-    return counts.close()
+        if m is None:
+            continue
+        op = m.group(0)
+        width = re.sub(r"\D", "", op.rsplit(".", 1)[-1])
+        if width:
+            lanes = next((n for tag, n in _LANES if f".{tag}." in op), 1)
+            counts.add(int(width), lanes, store=op.startswith("st"))
+    return counts.may_pay(bound)
 
 
 class _HaloCounts:
-    """One kernel's counts for `worth_a_look` (``SCREEN_AWK``'s ``halo``)."""
+    """One kernel's global loads and stores as the strided-halo screens count
+    them (`strided_halo_may_pay` off the instructions, `worth_a_look` and
+    ``SCREEN_AWK``'s ``halo`` off the text): single-element loads per width,
+    vector loads' and stores' wavefronts (their bytes a lane, at least one)."""
 
-    def __init__(self, l1_bound: float) -> None:
-        self.l1_bound = l1_bound
-        self.close()
+    def __init__(self) -> None:
+        self.singles: dict[int, int] = {}
+        self.vectors: dict[int, float] = {}
+        self.stores = 0.0
 
-    def add(self, op: str) -> None:
-        width = re.sub(r"\D", "", op.rsplit(".", 1)[-1])
-        if not width:
-            return
-        lanes = next((n for tag, n in _LANES if f".{tag}." in op), 1)
-        wavefronts = max(1.0, lanes * int(width) / 32)
-        if op.startswith("st"):
+    def add(self, bits: int, lanes: int, *, store: bool) -> None:
+        wavefronts = max(1.0, lanes * bits / 32)
+        if store:
             self.stores += wavefronts
         elif lanes > 1:
-            self.vectors[width] = self.vectors.get(width, 0.0) + wavefronts
+            self.vectors[bits] = self.vectors.get(bits, 0.0) + wavefronts
         else:
-            self.singles[width] = self.singles.get(width, 0) + 1
+            self.singles[bits] = self.singles.get(bits, 0) + 1
 
-    def close(self) -> bool:
-        """Whether the kernel counted so far passes; then start the next."""
-        found = False
-        if hasattr(self, "singles"):
-            beside = sum(n for width, n in self.singles.items() if width in self.vectors)
-            vectors = sum(self.vectors.values())
-            found = bool(beside) and 4 * beside >= (self.l1_bound - 1) * vectors + self.l1_bound * self.stores
-        self.singles: dict[str, int] = {}
-        self.vectors: dict[str, float] = {}
-        self.stores = 0.0
-        return found
+    def may_pay(self, l1_bound: float) -> bool:
+        """Taking each single-element load at most 4 wavefronts (lanes at
+        most a 16-byte vector apart), each vector load and store at least its
+        bytes, `shuffle_pays`'s ``loads >= l1_bound x (dense + stores)``
+        needs ``4 singles >= (l1_bound - 1) x vector wavefronts + l1_bound x
+        store wavefronts``, singles counted only beside vectors of their width."""
+        beside = sum(n for bits, n in self.singles.items() if bits in self.vectors)
+        vectors = sum(self.vectors.values())
+        return bool(beside) and 4 * beside >= (l1_bound - 1) * vectors + l1_bound * self.stores
 
 
 def repeats_a_masked_load(fn: ir.Function) -> bool:
@@ -305,37 +316,20 @@ def repeats_a_masked_load(fn: ir.Function) -> bool:
 
 def strided_halo_may_pay(fn: ir.Function, costs: Costs) -> bool:
     """Whether ``fn`` may have a strided load whose shuffle `shuffle_pays`
-    keeps, counted off its instructions before any analysis: global vector
-    loads, loads of single elements of their width beside them (a thread
-    that owns a vector reads its neighbours' elements so), and enough of
-    those for the kernel to be bound by L1. Taking each single-element load
-    at most 4 wavefronts (lanes at most a 16-byte vector apart), each vector
-    load and store at least its bytes (its own run), the rule's ``loads >=
-    l1_bound x (dense + stores)`` needs ``4 singles >= (l1_bound - 1) x
-    vector wavefronts + l1_bound x store wavefronts``. Triton's tiles (vector
+    keeps, counted off its instructions before any analysis (`_HaloCounts`):
+    global vector loads, loads of single elements of their width beside them
+    (a thread that owns a vector reads its neighbours' elements so), and
+    enough of those for the kernel to be bound by L1. Triton's tiles (vector
     loads only), CUB's tile loads and math on ``double2`` arrays fail it; the
     float4 stencils `benchmarks/vector_halo.py` gains on pass it."""
     from ptxasw.ir import isa
 
-    singles: dict[int, int] = {}
-    vectors: dict[int, float] = {}
-    stores = 0.0
+    counts = _HaloCounts()
     for inst in fn.instructions():
-        if isa.state_space(inst) != ".global" or inst.opcode not in ("ld", "st"):
-            continue
-        bits = isa.type_bits(isa.instruction_type(inst) or "") or 32
-        lanes = isa.vector_width(inst)
-        wavefronts = max(1.0, lanes * bits / 32)
-        if inst.opcode == "st":
-            stores += wavefronts
-        elif lanes > 1:
-            vectors[bits] = vectors.get(bits, 0.0) + wavefronts
-        else:
-            singles[bits] = singles.get(bits, 0) + 1
-    beside = sum(n for bits, n in singles.items() if bits in vectors)
-    if not beside:
-        return False
-    return 4 * beside >= (costs.l1_bound - 1) * sum(vectors.values()) + costs.l1_bound * stores
+        if isa.state_space(inst) == ".global" and inst.opcode in ("ld", "st"):
+            bits = isa.type_bits(isa.instruction_type(inst) or "") or 32
+            counts.add(bits, isa.vector_width(inst), store=inst.opcode == "st")
+    return counts.may_pay(costs.l1_bound)
 
 
 def unprofitable_reason(arch: str | None, mode: str) -> str:
@@ -351,8 +345,9 @@ class NothingPaysPass:
     ``synthesis`` (a maker of the synthesis for the named kernels and the
     largest ``|N|``), the kernels whose strided halo may pay
     (`strided_halo_may_pay`) get the whole synthesis, whose cost model keeps
-    the halo shuffles that pay (`shuffle_pays`), and the others that load an address again under a
-    mask (`repeats_a_masked_load`) get their reuses (N = 0)."""
+    the halo shuffles that pay (`shuffle_pays`), and the others that load an
+    address again under a mask (`repeats_a_masked_load`) get their reuses
+    (N = 0)."""
 
     name = "shuffle-synthesis"
 
