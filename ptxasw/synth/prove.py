@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import z3
 
 from ptxasw import ir
-from ptxasw.emulator.symbolic.executor import Access, Budget, Flow, KernelAnalysis, SymbolicExecutor
+from ptxasw.emulator.symbolic.executor import Budget, Flow, KernelAnalysis, SymbolicExecutor
 from ptxasw.ir import isa
 from ptxasw.synth.codegen import Site
 from ptxasw.synth.detect import element_count
@@ -98,6 +98,7 @@ def prove_sites(
     base = [*original.assumptions, *rewritten.assumptions]
     for old, new in pairs:
         hypotheses = [*base, *old.condition, *new.condition]
+        loads_at = _load_positions(old)
         replaced: list[tuple[z3.ExprRef, z3.ExprRef]] = []
         seen: dict[int, int] = defaultdict(int)
         for obs in new.observations:
@@ -112,9 +113,19 @@ def prove_sites(
             if len(source_terms[k]) > 1:
                 outcomes[k] = "failed: the source value differs between paths"
                 continue
+            load_at = loads_at.get(id(loads[k]), [])
+            source_at = None if sources[k] is None else loads_at.get(id(sources[k]), [])
             for m, new_value in enumerate(new_values):
                 problem, value, no_wrap = _element_equal(
-                    prover, constants, hypotheses, old, loads[k], sources[k], nth * width + m, new_value
+                    prover,
+                    constants,
+                    hypotheses,
+                    old,
+                    loads[k],
+                    load_at,
+                    source_at,
+                    nth * width + m,
+                    new_value,
                 )
                 if problem is not None:
                     outcomes[k] = problem
@@ -123,7 +134,7 @@ def prove_sites(
                     assumptions[k].add(NO_WRAP)
                 replaced.append((obs.stand_ins[m], value))
         for k in range(len(sites)):
-            runs = _count_loads(old, loads[k]) // element_count(loads[k])
+            runs = len(loads_at.get(id(loads[k]), [])) // element_count(loads[k])
             if outcomes[k] == PROVED and seen[k] != runs:
                 outcomes[k] = "failed: the rewrite runs the site a different number of times"
         problem = _stores_differ(prover, hypotheses, old, new, replaced)
@@ -138,14 +149,16 @@ def _element_equal(
     hypotheses: list[z3.BoolRef],
     old: Flow,
     load: ir.Instruction,
-    source: ir.Instruction | None,
+    load_at: list[int],
+    source_at: list[int] | None,
     position: int,
     new_value: z3.BitVecRef,
 ) -> tuple[str | None, z3.BitVecRef, bool]:
     """Whether the rewrite's ``new_value`` is what the original's ``position``-th
-    access by ``load`` on flow ``old`` read: why not (or None), that value, and
-    whether the equality needed the no-wrap assumption."""
-    access = _nth_load(old, load, position)
+    access by ``load`` on flow ``old`` read (``load_at``, ``source_at``: the
+    trace positions of the load's and its source's accesses): why not (or
+    None), that value, and whether the equality needed the no-wrap assumption."""
+    access = old.trace[load_at[position]] if position < len(load_at) else None
     if access is None or access.value is None:
         return "failed: the original load does not run where the rewrite does", new_value, False
     # A predicated load's value counts where it ran; elsewhere the
@@ -154,7 +167,7 @@ def _element_equal(
     value = _in_register(access.value, new_value.size(), load)
     if value is None:
         return "failed: the register and the load differ in width", new_value, False
-    if _stale_in_warp(prover, constants, where, old, load, source, position):
+    if _stale_in_warp(prover, constants, where, old, load_at[position], source_at):
         return "failed: another lane may store to the address between the source and the load", value, False
     holds, no_wrap = prover.equal_by_cases(where, new_value, value)
     if not holds:
@@ -193,8 +206,14 @@ def _pair_flows(old: list[Flow], new: list[Flow]) -> list[tuple[Flow, Flow]] | N
     return pairs
 
 
-def _loads_of(flow: Flow, inst: ir.Instruction) -> list[int]:
-    return [j for j, a in enumerate(flow.trace) if a.kind == "ld" and a.inst is inst]
+def _load_positions(flow: Flow) -> dict[int, list[int]]:
+    """The trace positions of each instruction's load accesses on ``flow``
+    (by ``id``), in one walk of its trace."""
+    positions: dict[int, list[int]] = defaultdict(list)
+    for j, a in enumerate(flow.trace):
+        if a.kind == "ld":
+            positions[id(a.inst)].append(j)
+    return positions
 
 
 def _stale_in_warp(
@@ -202,33 +221,17 @@ def _stale_in_warp(
     constants: TermConstants,
     hypotheses: list[z3.BoolRef],
     flow: Flow,
-    load: ir.Instruction,
-    source: ir.Instruction | None,
-    nth: int,
+    j: int,
+    source_at: list[int] | None,
 ) -> bool:
-    """Whether, on ``flow``, another lane's store may write the address of the
-    ``nth`` access by ``load`` after the source load last ran (`lanes_may_write`):
-    the equality of values below is of one thread's memory, which no other
-    thread writes."""
-    positions = _loads_of(flow, load)
-    if source is None or nth >= len(positions):
-        return True
-    j = positions[nth]
-    earlier = [i for i in _loads_of(flow, source) if i < j]
+    """Whether, on ``flow``, another lane's store may write the address of
+    the access at trace position ``j`` after the source load (its accesses
+    at ``source_at``) last ran (`lanes_may_write`): the equality of values
+    below is of one thread's memory, which no other thread writes."""
+    earlier = [i for i in source_at or () if i < j]
     if not earlier:
         return True
     return lanes_may_write(prover, flow.trace, earlier[-1], j, hypotheses, constants)
-
-
-def _nth_load(flow: Flow, inst: ir.Instruction, nth: int) -> Access | None:
-    positions = _loads_of(flow, inst)
-    if nth >= len(positions):
-        return None
-    return flow.trace[positions[nth]]
-
-
-def _count_loads(flow: Flow, inst: ir.Instruction) -> int:
-    return len(_loads_of(flow, inst))
 
 
 def _put_back(term: z3.ExprRef, replaced: list[tuple[z3.ExprRef, z3.ExprRef]]) -> z3.ExprRef:
