@@ -72,7 +72,6 @@ __all__ = [
     "detect_kernel",
     "is_global_load",
     "load_registers",
-    "loaded_register",
     "register_widths",
 ]
 
@@ -788,13 +787,6 @@ def load_registers(inst: ir.Instruction) -> tuple[ir.Register, ...] | None:
         if regs and all(isinstance(r, ir.Register) for r in regs):
             return regs  # type: ignore[return-value]
     return None
-
-
-def loaded_register(inst: ir.Instruction) -> ir.Register | None:
-    """The one register a scalar load writes (`load_registers`); None for a
-    vector load or anything else."""
-    regs = load_registers(inst)
-    return regs[0] if regs is not None and len(regs) == 1 else None
 
 
 def element_count(inst: ir.Instruction) -> int:
