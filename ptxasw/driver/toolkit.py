@@ -215,9 +215,10 @@ ptxasw_fast() {
     ptxasw_req="@PROTOCOL@$nl$h1$nl$h2$nl$ix$nl${outs# }$nl$arch$nl$c$nl$t"
     # This very file's entry, else one for any PTX under this key (the pipeline
     # could change nothing, whatever the text), but not for PTX with a masked
-    # global load in inline assembly, or global vector loads beside loads of
-    # single elements of their width (awk exits 0 when it finds them, 1 when it
-    # does not; `ptxasw.synth.cost.worth_a_look` is the same test): a reuse of
+    # global load in inline assembly, or a kernel with enough loads of single
+    # elements beside its vector loads to be bound by L1 (awk exits 0 when it
+    # finds them, 1 when it does not; `ptxasw.synth.cost.worth_a_look` is the
+    # same test, `SCREEN_AWK` this program): a reuse of
     # such loads pays on any target, and a strided halo around a vector may pay
     # as shuffles, so Python decides. A file the
     # any-input entry served gets it as its own (a link), so that its rebuilds
