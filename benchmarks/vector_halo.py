@@ -61,43 +61,87 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-# (symbol, element type, elements a thread's vector holds, halo radius R, rows either side).
+
+class Kernel(NamedTuple):
+    """One instantiated kernel: its symbol, element type, the elements a
+    thread's vector holds (a particle's four floats), halo radius R, rows
+    either side and planes either side (``ZR``); ``mask``: the halo is bounds
+    checked; ``fields``: particles only, the fields read per particle."""
+
+    symbol: str
+    kind: str
+    per_thread: int
+    radius: int
+    rows: int
+    planes: int = 0
+    mask: bool = False
+    form: str = "box"  # "box" (`stencil`, `shaped`) or "particles"
+    fields: int = 1
+
+    def instance(self) -> str:
+        """The kernel's line in the CUDA source."""
+        if self.form == "particles":
+            return f"KP({self.symbol}, {self.radius}, {self.fields})\n"
+        if self.planes or self.mask:
+            mask = "true" if self.mask else "false"
+            args = f"{self.per_thread}, {self.radius}, {self.rows}, {self.planes}, {mask}"
+            return f"KS({self.symbol}, {self.kind}, {args})\n"
+        return f"K({self.symbol}, {self.kind}, {self.per_thread}, {self.radius}, {self.rows})\n"
+
+
 KERNELS = [
-    *((f"row4_r{r}", "float", 4, r, 0) for r in (1, 2, 3, 4)),
-    *((f"row2_r{r}", "double", 2, r, 0) for r in (1, 2)),
-    *((f"box4_r{r}", "float", 4, r, r) for r in (1, 2, 3)),
-    *((f"box2f_r{r}", "float", 2, r, r) for r in (1, 2)),
-    *((f"box2_r{r}", "double", 2, r, r) for r in (1, 2)),
+    *(Kernel(f"row4_r{r}", "float", 4, r, 0) for r in (1, 2, 3, 4)),
+    *(Kernel(f"row2_r{r}", "double", 2, r, 0) for r in (1, 2)),
+    *(Kernel(f"box4_r{r}", "float", 4, r, r) for r in (1, 2, 3)),
+    *(Kernel(f"box2f_r{r}", "float", 2, r, r) for r in (1, 2)),
+    *(Kernel(f"box2_r{r}", "double", 2, r, r) for r in (1, 2)),
 ]
 # Held out of the cost model's first fit (`ptxasw.synth.cost.shuffle_pays`),
 # boxes whose halo radius and row count differ: the first threshold kept
 # the radius-1 boxes of 7 rows, which lost; the model was fitted again with them.
 REFIT = [
-    ("box4_r1x2", "float", 4, 1, 2),
-    ("box4_r2x1", "float", 4, 2, 1),
-    ("box4_r1x3", "float", 4, 1, 3),
-    ("box4_r3x1", "float", 4, 3, 1),
-    ("box4_r4x2", "float", 4, 4, 2),
-    ("box2_r1x3", "double", 2, 1, 3),
-    ("box2_r2x1", "double", 2, 2, 1),
+    Kernel("box4_r1x2", "float", 4, 1, 2),
+    Kernel("box4_r2x1", "float", 4, 2, 1),
+    Kernel("box4_r1x3", "float", 4, 1, 3),
+    Kernel("box4_r3x1", "float", 4, 3, 1),
+    Kernel("box4_r4x2", "float", 4, 4, 2),
+    Kernel("box2_r1x3", "double", 2, 1, 3),
+    Kernel("box2_r2x1", "double", 2, 2, 1),
 ]
 # Held out of both fits: the check of the model as it stands.
 HELD_OUT = [
-    ("box4_r2x3", "float", 4, 2, 3),
-    ("box4_r3x2", "float", 4, 3, 2),
-    ("box4_r4x1", "float", 4, 4, 1),
-    ("box4_r1x4", "float", 4, 1, 4),
-    ("box2_r2x3", "double", 2, 2, 3),
-    ("box2_r1x2", "double", 2, 1, 2),
+    Kernel("box4_r2x3", "float", 4, 2, 3),
+    Kernel("box4_r3x2", "float", 4, 3, 2),
+    Kernel("box4_r4x1", "float", 4, 4, 1),
+    Kernel("box4_r1x4", "float", 4, 1, 4),
+    Kernel("box2_r2x3", "double", 2, 2, 3),
+    Kernel("box2_r1x2", "double", 2, 1, 2),
 ]
-ALL = KERNELS + REFIT + HELD_OUT
-SETS = {"fit": KERNELS, "refit": REFIT, "held_out": HELD_OUT}
+# Shapes the model never saw (neither fit): halos behind bounds checks
+# (predicated loads), 3-D boxes (rows a plane apart) and arrays of structures
+# (every load strided: no dense load brings the lines in).
+SHAPES = [
+    Kernel("mrow4_r2", "float", 4, 2, 0, mask=True),
+    Kernel("mbox4_r2", "float", 4, 2, 2, mask=True),
+    Kernel("mbox4_r3", "float", 4, 3, 3, mask=True),
+    Kernel("mbox2_r2", "double", 2, 2, 2, mask=True),
+    Kernel("cube4_r1", "float", 4, 1, 1, planes=1),
+    Kernel("cube4_r2", "float", 4, 2, 1, planes=1),
+    Kernel("cube4_r3", "float", 4, 3, 1, planes=1),
+    Kernel("aos_r1", "float", 4, 1, 0, form="particles"),
+    Kernel("aos_r2", "float", 4, 2, 0, form="particles"),
+    Kernel("aos_r4", "float", 4, 4, 0, form="particles"),
+    Kernel("aosm_r2", "float", 4, 2, 0, form="particles", fields=2),
+    Kernel("aosm_r3", "float", 4, 3, 0, form="particles", fields=2),
+]
+ALL = KERNELS + REFIT + HELD_OUT + SHAPES
+SETS = {"fit": KERNELS, "refit": REFIT, "held_out": HELD_OUT, "shapes": SHAPES}
 # ``model``: what the drop-in emits by default on sm_90 (the cost model keeps the sites that pay).
 VARIANTS = ("load", "normal", "noload", "model")
 BLOCK = 128
@@ -147,15 +191,81 @@ __device__ __forceinline__ void stencil(const T *__restrict__ x, T *__restrict__
     reinterpret_cast<VT *>(y + (size_t)j * pitch + 4)[i] = out;
 }
 
+// The same box with bounds on its halo (a mask, as Triton's and bounds-checked
+// code writes it: an element past the row's ends reads as zero), and a 3-D box:
+// rows j + r + PLANE * s, s = -ZR .. ZR, a plane of PLANE rows.
+template <typename T, int V, int R, int ROWS, int ZR, bool MASK>
+__device__ __forceinline__ void shaped(const T *__restrict__ x, T *__restrict__ y, int nv, int pitch) {
+    using VT = typename Vec<T, V>::type;
+    const int PLANE = 16;
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    int j = blockIdx.y + ROWS + PLANE * ZR;
+    if (i >= nv || j + ROWS + PLANE * ZR >= gridDim.y) return;
+    T o[V];
+#pragma unroll
+    for (int e = 0; e < V; ++e) o[e] = T(0);
+#pragma unroll
+    for (int s = -ZR; s <= ZR; ++s)
+#pragma unroll
+    for (int r = -ROWS; r <= ROWS; ++r) {
+        const T *row = x + (size_t)(j + r + PLANE * s) * pitch + 4;
+        VT c = reinterpret_cast<const VT *>(row)[i];
+        const T *cv = reinterpret_cast<const T *>(&c);
+        T v[V + 2 * R];
+#pragma unroll
+        for (int k = 0; k < R; ++k) {
+            int left = V * i - R + k, right = V * i + V + k;
+            v[k] = !MASK || left >= 0 ? row[left] : T(0);
+            v[R + V + k] = !MASK || right < V * nv ? row[right] : T(0);
+        }
+#pragma unroll
+        for (int e = 0; e < V; ++e) v[R + e] = cv[e];
+#pragma unroll
+        for (int e = 0; e < V; ++e)
+#pragma unroll
+            for (int d = 0; d <= 2 * R; ++d) o[e] = fma(T(1) / T(d + r + s + ROWS + 2), v[e + d], o[e]);
+    }
+    VT out;
+    T *ov = reinterpret_cast<T *>(&out);
+#pragma unroll
+    for (int e = 0; e < V; ++e) ov[e] = o[e];
+    reinterpret_cast<VT *>(y + (size_t)j * pitch + 4)[i] = out;
+}
+
+// An array of structures: particle i of row j is four floats at x + j * pitch + 4 * i.
+// A thread reads FIELDS of its fields (x; x and m) from the R particles either side
+// and its own, each a scalar load 16 bytes from its lane's neighbour's, and writes a
+// float per particle. The last 2R particles of a row have no output.
+struct Particle { float x, y, z, m; };
+
+template <int R, int FIELDS>
+__device__ __forceinline__ void particles(const float *__restrict__ x, float *__restrict__ y, int nv,
+                                          int pitch) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    int j = blockIdx.y;
+    if (i + 2 * R >= nv) return;
+    const Particle *row = reinterpret_cast<const Particle *>(x + (size_t)j * pitch) + R;
+    float o = 0.f;
+#pragma unroll
+    for (int d = -R; d <= R; ++d) {
+        float w = FIELDS == 2 ? row[i + d].m : 1.f / float(d + R + 2);
+        o = fma(w, row[i + d].x, o);
+    }
+    y[(size_t)j * pitch + 4 + i] = o;
+}
+
 #define K(NAME, T, V, R, ROWS) extern "C" __global__ void NAME(const T *__restrict__ x, T *__restrict__ y, \
     int nv, int pitch) { stencil<T, V, R, ROWS>(x, y, nv, pitch); }
+#define KS(NAME, T, V, R, ROWS, ZR, MASK) extern "C" __global__ void NAME(const T *__restrict__ x, \
+    T *__restrict__ y, int nv, int pitch) { shaped<T, V, R, ROWS, ZR, MASK>(x, y, nv, pitch); }
+#define KP(NAME, R, FIELDS) extern "C" __global__ void NAME(const float *__restrict__ x, \
+    float *__restrict__ y, int nv, int pitch) { particles<R, FIELDS>(x, y, nv, pitch); }
 """
 
 
 def source() -> str:
     """``SOURCE`` with every kernel of `ALL` instantiated."""
-    lines = [f"K({name}, {t}, {v}, {r}, {rows})\n" for name, t, v, r, rows in ALL]
-    return SOURCE + "".join(lines)
+    return SOURCE + "".join(kernel.instance() for kernel in ALL)
 
 
 # ---- phase 1: nvcc and ptxasw (no GPU) ----------------------------------------------------------
@@ -226,7 +336,7 @@ def _assemble(folder: Path, variant: str) -> tuple[Path, dict[str, int]]:
     return cubin, registers
 
 
-def run(folder: Path, runs: int, out: Path | None) -> int:
+def run(folder: Path, runs: int, out: Path | None, sets: list[str]) -> int:
     try:
         import cupy as cp
         import numpy as np
@@ -243,15 +353,17 @@ def run(folder: Path, runs: int, out: Path | None) -> int:
         modules[variant] = cp.RawModule(path=str(cubin))
     rows: list[dict[str, Any]] = []
     rng = np.random.default_rng(11)
-    for symbol, kind, per_thread, radius, above in ALL:
-        dtype = np.float32 if kind == "float" else np.float64
+    chosen = [k for name in sets for k in SETS[name]]
+    for kernel in chosen:
+        symbol = kernel.symbol
+        dtype = np.float32 if kernel.kind == "float" else np.float64
         for size, (width, height) in SIZES.items():
             pitch = width + 2 * MARGIN
             host = rng.standard_normal(pitch * height).astype(dtype)
             x = cp.asarray(host)
             del host
             outs = {v: cp.zeros(pitch * height, dtype=dtype) for v in VARIANTS}
-            vectors = width // per_thread
+            vectors = width // kernel.per_thread
             grid = ((vectors + BLOCK - 1) // BLOCK, height)
             launches = {
                 v: (
@@ -265,10 +377,11 @@ def run(folder: Path, runs: int, out: Path | None) -> int:
             entry = manifest["kernels"].get(symbol, {})
             fields = {
                 "kernel": symbol,
-                "radius": radius,
-                "rows": 2 * above + 1,
+                "radius": kernel.radius,
+                "rows": (2 * kernel.rows + 1) * (2 * kernel.planes + 1),
+                "form": kernel.form + (" masked" if kernel.mask else ""),
                 "size": size,
-                "set": next(name for name, group in SETS.items() if any(symbol == k[0] for k in group)),
+                "set": next(name for name, group in SETS.items() if kernel in group),
                 "rewritten": entry.get("normal", {}).get("rewritten"),
                 "kept_by_model": entry.get("model", {}).get("rewritten"),
                 "loads": entry.get("normal", {}).get("loads"),
@@ -293,10 +406,17 @@ def main(argv: list[str] | None = None) -> int:
     phase.add_argument("--run", type=Path, metavar="DIR", help="on the GPU: check and time DIR's variants")
     ap.add_argument("--runs", type=int, default=31, help="--run: timed samples per variant")
     ap.add_argument("--json", type=Path, help="--run: write the rows here")
+    ap.add_argument(
+        "--sets", default=",".join(SETS), help=f"--run: which kernels, comma-separated of {', '.join(SETS)}"
+    )
     opts = ap.parse_args(argv)
     if opts.prepare is not None:
         return prepare(opts.prepare)
-    return run(opts.run, opts.runs, opts.json)
+    sets = [name for name in opts.sets.split(",") if name]
+    unknown = [name for name in sets if name not in SETS]
+    if unknown:
+        ap.error(f"--sets: unknown {', '.join(unknown)} (known: {', '.join(SETS)})")
+    return run(opts.run, opts.runs, opts.json, sets)
 
 
 if __name__ == "__main__":

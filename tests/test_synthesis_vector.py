@@ -222,7 +222,7 @@ def halos(request: pytest.FixtureRequest, nvcc_halos: str, tmp_path_factory: pyt
     return out.read_text()
 
 
-HALO_KERNELS = {"row4_r3", "box4_r2", "box2f_r1", "box2_r2"}
+HALO_KERNELS = {"row4_r3", "box4_r2", "box2f_r1", "box2_r2", "mbox4_r2", "aos_r2"}
 _REWRITTEN: dict[int, tuple[ir.Module, ShuffleSynthesisPass]] = {}
 
 
@@ -238,24 +238,30 @@ def _rewritten(text: str) -> tuple[ir.Module, ShuffleSynthesisPass]:
 
 
 @pytest.mark.parametrize(
-    ("kernel", "per_thread", "dtype", "block", "halo"),
+    ("kernel", "per_thread", "dtype", "block", "halo", "distances"),
     [
-        ("row4_r3", 4, np.float32, 32, 6),
-        ("box4_r2", 4, np.float32, 48, 20),
-        ("box2f_r1", 2, np.float32, 16, 6),
-        ("box2_r2", 2, np.float64, 8, 20),
+        ("row4_r3", 4, np.float32, 32, 6, {1}),
+        ("box4_r2", 4, np.float32, 48, 20, {1}),
+        ("box2f_r1", 2, np.float32, 16, 6, {1}),
+        ("box2_r2", 2, np.float64, 8, 20, {1}),
+        # The halo behind bounds checks (branches around each load): every
+        # row's, the rows' pitch products extended from 32-bit row numbers.
+        ("mbox4_r2", 4, np.float32, 48, 20, {1}),
+        # An array of structures: every load a field 16 bytes from its lane's
+        # neighbour's, taken from the first particle's (N = 1 .. 2R).
+        ("aos_r2", 4, np.float32, 16, 4, {1, 2, 3, 4}),
     ],
 )
 def test_vector_halos_become_exact_shuffles(
-    halos: str, kernel: str, per_thread: int, dtype: type, block: int, halo: int
+    halos: str, kernel: str, per_thread: int, dtype: type, block: int, halo: int, distances: set[int]
 ) -> None:
     """A thread's vector and its neighbours' elements on either side, as
     nvcc and clang write them: every halo load is a neighbour's element (N = -1 or
-    +1), proven, and the rewrite writes the same bits as the original at
+    +1; a neighbouring particle's field), proven, and the rewrite writes the same bits as the original at
     sizes with partial warps and rows of several warps."""
     module, synthesis = _rewritten(halos)
     plan = next(p for p in synthesis.plans if p.kernel == kernel)
-    assert len(plan.chosen) == halo and {abs(v.delta) for v in plan.chosen} == {1}
+    assert len(plan.chosen) == halo and {abs(v.delta) for v in plan.chosen} == distances
     assert all(v.proof == PROVED for v in plan.chosen)
     rewritten = print_module(module)
     vectors, height = 37, 6

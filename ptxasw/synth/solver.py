@@ -30,6 +30,7 @@ from ptxasw.emulator.symbolic.affine import overlap_condition
 from ptxasw.emulator.symbolic.domain import simplify
 from ptxasw.emulator.symbolic.executor import RLIMIT_PER_MS, Access
 from ptxasw.emulator.symbolic.independence import Symbols
+from ptxasw.emulator.symbolic.intervals import interval, normalize_extensions
 
 __all__ = [
     "NO_WRAP",
@@ -50,7 +51,8 @@ BV = z3.BitVecRef
 # How the no-wrap assumption reads in reports.
 NO_WRAP = (
     "32-bit index arithmetic under a sign/zero extension, or compared signed in a load's predicate, "
-    "does not wrap (C makes signed overflow undefined; unsigned indices are taken to stay below 2^32)"
+    "does not wrap (C makes signed overflow undefined; unsigned indices, their constants read as C's int, "
+    "are taken to stay below 2^32)"
 )
 
 # Symbols of the block's geometry: thread ids, block shape, lane.
@@ -143,7 +145,25 @@ def _is_not_node(ctx: Any, app: Any) -> bool:
 
 
 def _is_extension_node(ctx: Any, app: Any) -> bool:
-    return _decl_kind(ctx, app) in (z3.Z3_OP_SIGN_EXT, z3.Z3_OP_ZERO_EXT)
+    kind = _decl_kind(ctx, app)
+    if kind == z3.Z3_OP_CONCAT and z3.Z3_get_app_num_args(ctx, app) == 2:
+        high = z3.Z3_get_app_arg(ctx, app, 0)
+        return z3.Z3_is_numeral_ast(ctx, high) and z3.Z3_get_numeral_string(ctx, high) == "0"
+    return kind in (z3.Z3_OP_SIGN_EXT, z3.Z3_OP_ZERO_EXT)
+
+
+def _extension(e: z3.ExprRef) -> tuple[z3.ExprRef, bool] | None:
+    """The operand of ``e`` where ``e`` extends it, and whether by its sign;
+    Z3's rewriter writes a zero extension as a concatenation under zeros."""
+    if not z3.is_app(e):
+        return None
+    kind = e.decl().kind()
+    if kind in (z3.Z3_OP_SIGN_EXT, z3.Z3_OP_ZERO_EXT) and e.num_args() == 1:
+        return e.arg(0), kind == z3.Z3_OP_SIGN_EXT
+    high = e.arg(0) if kind == z3.Z3_OP_CONCAT and e.num_args() == 2 else None
+    if high is not None and z3.is_bv_value(high) and high.as_long() == 0:
+        return e.arg(1), False
+    return None
 
 
 def _is_function_node(ctx: Any, app: Any) -> bool:
@@ -406,6 +426,40 @@ class Fingerprints:
         return memo[e.get_id()][1]
 
 
+def exact_extensions(terms: Iterable[z3.ExprRef]) -> tuple[list[z3.ExprRef], bool]:
+    """``terms`` with every ``sext``/``zext`` that the ISA ranges show cannot
+    wrap moved inward (`normalize_extensions`), inside loads' addresses too;
+    the flag says whether anything moved. Equal to ``terms`` for every value
+    of their symbols: no assumption.
+
+    Why: the row ``j + r`` of a 2-D stencil is computed in 32 bits from
+    ``%ctaid.y`` and extended before it is multiplied by the pitch
+    (``sext(1 + %ctaid.y) * pitch``), where the row's vector load adds the
+    pitch to ``sext(%ctaid.y) * pitch``. ``%ctaid.y`` < 65535, so the two
+    are one sum of monomials once the extension is inside; `without_wrap`
+    leaves it alone (it widens only what mentions a thread id, under an
+    assumption)."""
+    terms = list(terms)
+    memo: dict[int, tuple[int, int]] = {}
+    pairs: list[tuple[z3.ExprRef, z3.ExprRef]] = []
+    seen: set[int] = set()
+    stack = [t for t in terms if _has_extension(t)]
+    while stack:
+        e = stack.pop()
+        if e.get_id() in seen or not z3.is_app(e):
+            continue
+        seen.add(e.get_id())
+        if _extension(e) is not None:
+            moved = normalize_extensions(e, memo)
+            if not moved.eq(e):
+                pairs.append((e, moved))
+                continue
+        stack.extend(k for k in e.children() if _has_extension(k))
+    if not pairs:
+        return terms, False
+    return [z3.substitute(t, *pairs) for t in terms], True
+
+
 def without_wrap(terms: Iterable[z3.ExprRef]) -> tuple[list[z3.ExprRef], bool]:
     """``terms`` with every ``sext``/``zext`` of a 32-bit sum, difference or
     product that mentions a thread id replaced by the same arithmetic done in
@@ -422,11 +476,11 @@ def without_wrap(terms: Iterable[z3.ExprRef]) -> tuple[list[z3.ExprRef], bool]:
         seen.add(e.get_id())
         if not z3.is_app(e):
             continue
-        kind = e.decl().kind()
-        if kind in (z3.Z3_OP_SIGN_EXT, z3.Z3_OP_ZERO_EXT) and e.num_args() == 1:
-            inner = e.arg(0)
+        extended = _extension(e)
+        if extended is not None:
+            inner, signed = extended
             if _is_arith(inner) and _mentions_thread(inner):
-                pairs.append((e, _wide(inner, e.size(), kind == z3.Z3_OP_SIGN_EXT)))
+                pairs.append((e, _wide(inner, e.size(), signed)))
                 continue
         stack.extend(e.children())
     if not pairs:
@@ -677,6 +731,15 @@ def _wide(e: z3.ExprRef, width: int, signed: bool) -> BV:
         out = kids[0]
         for k in kids[1:]:
             out = out + k if kind == z3.Z3_OP_BADD else out - k if kind == z3.Z3_OP_BSUB else out * k
+    elif z3.is_bv_value(e):
+        # A constant as C's int arithmetic wrote it: ``i - 2`` is ``i +
+        # 0xfffffffe`` in PTX, and an index that does not wrap is i - 2, also
+        # where a compiler that knows it is not negative zero-extends it.
+        out = z3.BitVecVal(e.as_signed_long(), width)
+    elif signed and interval(e)[1] < 1 << (e.size() - 1):
+        # Below the sign bit (a thread or block coordinate): the zero extension,
+        # as the unsigned side of a comparison writes the same leaf.
+        out = z3.ZeroExt(extra, e)
     else:
         out = z3.SignExt(extra, e) if signed else z3.ZeroExt(extra, e)
     _WIDE_MEMO[key] = (e, out)
@@ -706,24 +769,28 @@ class Prover:
     ) -> tuple[bool | None, bool]:
         """Whether ``a == b`` holds, and whether that needed the no-wrap
         assumption. Cheapest first: equal normal forms, equal normal forms
-        without wrap, the solver, the solver without wrap."""
+        with the extensions that cannot wrap moved inward (exact), equal normal
+        forms without wrap, the solver, the solver without wrap."""
         if self._same(a, b):
             return True, False
-        (wa, wb), changed = without_wrap([_not_as_arithmetic(a), _not_as_arithmetic(b)])
+        (ea, eb), moved = exact_extensions([a, b])
+        if moved and self._same(ea, eb):
+            return True, False
+        (wa, wb), changed = without_wrap([_not_as_arithmetic(ea), _not_as_arithmetic(eb)])
         if changed and self._same(wa, wb):
             return True, True
         # Loads and float operations as opaque values: a claim that holds
         # for any values holds for the real ones (one solver query without
         # the address arithmetic inside them).
         if _mentions_memory(a) or _mentions_memory(b):
-            oa, ob = self._opaque(a, b)
+            oa, ob = self._opaque(ea, eb)
             if self._check([], oa == ob):
                 return True, False
             if changed:
                 oa, ob = self._opaque(wa, wb)
                 if self._check([], oa == ob):
                     return True, True
-        plain = self.proves(hypotheses, a == b)
+        plain = self.proves(hypotheses, ea == eb)
         if plain or not changed:
             return plain, False
         wide = self.proves(hypotheses, wa == wb)
