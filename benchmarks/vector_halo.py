@@ -46,6 +46,26 @@ at L2 / DRAM: fitted 1.043 / 1.058, refitted 1.076 / 1.082, held out 1.162 /
 model fitted on the H100 only): ``model`` 1.02-1.66 on the 10 it rewrites,
 0.98-1.01 on the rest, every output bit-equal.
 
+Shapes neither fit saw (``SHAPES``, ``--sets shapes``; H100,
+``results/vector_halo_shapes_h100.json``, every ``normal`` and ``model``
+output bit-equal), L2 / DRAM:
+
+* 3-D boxes (rows a plane apart): ``model`` keeps radius 2 and 3 and gains
+  1.26-1.47 / 1.38-1.62; it leaves radius 1 (``normal`` 0.98 / 1.05).
+* Halos behind bounds checks (``mbox``: each halo element in its own
+  branch): every row is proven now that the prover moves a row number's
+  extension inward (it proved the first row only). With the shuffle in the
+  branch ``normal`` ran at 0.78-0.91 of ``load``; hoisted above the branch
+  (`ptxasw.synth.codegen`) 0.99-1.07, and ``model``, which keeps them,
+  1.00-1.08 (the unchecked boxes gain 1.2-1.4: the branches stay).
+* Arrays of structures (``aos``: a field of R particles either side, every
+  load 16 bytes from its lane's neighbour's, no vector load): the screens
+  count halos beside vectors only, so ``model`` leaves them; ``normal``
+  0.98-1.00 L2 / 0.99-1.07 DRAM reading one field, 0.99-1.22 / 1.10-1.20
+  reading two (``aosm``). Not taken: by the text an array of structures is
+  scalar loads at offsets 16 bytes apart, as any struct's fields are, and a
+  screen that passed those would send most files to Python.
+
 Two phases, as the GPU machine lacks the analysis's dependencies::
 
     python benchmarks/vector_halo.py --prepare DIR           # here: nvcc, ptxasw

@@ -283,6 +283,28 @@ def test_vector_halos_become_exact_shuffles(
     assert np.array_equal(written[0].view(np.uint8), written[1].view(np.uint8))
 
 
+def test_a_shuffle_of_a_bounds_checked_halo_runs_above_its_branch(nvcc_halos: str) -> None:
+    """Each halo element of ``mbox4_r2`` is loaded in its own branch (``if
+    (4 * i - 2 >= 0)``): its shuffle runs in a block every path from the
+    row's vector load passes, where the warp has not split, and the branch
+    keeps the fallback load (`ptxasw.synth.codegen`); the proof holds."""
+    from ptxasw.analysis.cfg import build_cfg
+
+    module, synthesis = _rewritten(nvcc_halos)
+    plan = next(p for p in synthesis.plans if p.kernel == "mbox4_r2")
+    assert len(plan.chosen) == 20 and all(v.proof == PROVED for v in plan.chosen)
+    fn = next(f for f in module.functions if f.name == "mbox4_r2")
+    cfg = build_cfg(fn)
+    vectors = [i for i in cfg.instructions if i.opcode == "ld" and ".v4" in i.modifiers]
+    shuffles = [i for i in cfg.instructions if i.opcode == "shfl"]
+    assert len(vectors) == 5 and len(shuffles) == 20
+    first = cfg.block_of(vectors[0])
+    assert all(cfg.post_dominates(cfg.block_of(s), first) for s in shuffles)
+    fallbacks = [i for i in cfg.instructions if i.opcode == "ld" and i.guard is not None]
+    assert len(fallbacks) == 20
+    assert not any(cfg.post_dominates(cfg.block_of(f), first) for f in fallbacks)
+
+
 def test_a_strided_halo_pays_only_where_the_kernel_is_bound_by_l1() -> None:
     """The cost model's rule for loads whose lanes are 16 bytes apart (four
     L1 wavefronts), with the figures of `benchmarks/vector_halo.py`'s
