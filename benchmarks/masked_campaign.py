@@ -12,6 +12,11 @@ original, at seven values of ``n`` (below zero, zero, one, around the
 middle, at and past the end). A case is wrong when one output bit differs.
 
     python benchmarks/masked_campaign.py --cases 2000 --seed 1 [--workers 16] [--budget S] [--json]
+    python benchmarks/masked_campaign.py --cases 2000 --seed 1 --branches 0.5
+
+``--branches F``: a share F of the cases puts each masked load in a branch
+around it (as nvcc writes a bounds check) after an unmasked tap, where the
+shuffle runs above the branch (`ptxasw.synth.codegen`).
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 
-def run_case(seed: int, case: int) -> dict[str, Any]:
+def run_case(seed: int, case: int, branches: float = 0.0) -> dict[str, Any]:
     import numpy as np
 
     from ptxasw.emulator.concrete.interpreter import launch
@@ -49,10 +54,15 @@ def run_case(seed: int, case: int) -> dict[str, Any]:
     per_thread, block, grid = rng.choice([1, 2, 4]), rng.choice([8, 16, 32, 48, 64, 96]), rng.randint(1, 3)
     # Half the power-of-two blocks get Triton's bit-field index (for exactly that block).
     bitfield = block in (8, 16, 32, 64) and rng.random() < 0.5
-    text = kernel_text(taps, per_thread, block if bitfield else None)
+    # Drawn apart, so that a seed's other draws do not depend on --branches.
+    branched = random.Random(seed * 7_919 + case).random() < branches
+    if branched:  # an unmasked tap first, that the masked ones in branches may take
+        taps.insert(0, Tap(rng.randint(-3, 3), None, None, False))
+    text = kernel_text(taps, per_thread, block if bitfield else None, branches=branched)
     out: dict[str, Any] = {
         "case": case,
         "bitfield": bitfield,
+        "branches": branched,
         "reuses": 0,
         "shuffles": 0,
         "wrong": [],
@@ -83,8 +93,8 @@ def run_case(seed: int, case: int) -> dict[str, Any]:
     return out
 
 
-def _run(seed_and_case: tuple[int, int]) -> dict[str, Any]:
-    return run_case(*seed_and_case)
+def _run(seed_case_branches: tuple[int, int, float]) -> dict[str, Any]:
+    return run_case(*seed_case_branches)
 
 
 def main() -> int:
@@ -94,11 +104,14 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=multiprocessing.cpu_count())
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--budget", type=float, default=float("inf"), help="stop after this many seconds")
+    parser.add_argument(
+        "--branches", type=float, default=0.0, help="share of cases with masked loads in branches"
+    )
     args = parser.parse_args()
     start = time.perf_counter()
     results: list[dict[str, Any]] = []
     with multiprocessing.Pool(args.workers) as pool:
-        for result in pool.imap_unordered(_run, [(args.seed, k) for k in range(args.cases)]):
+        for result in pool.imap_unordered(_run, [(args.seed, k, args.branches) for k in range(args.cases)]):
             results.append(result)
             if time.perf_counter() - start > args.budget:
                 pool.terminate()  # what ran is reported, as partial
@@ -111,6 +124,8 @@ def main() -> int:
         "rewritten_cases": sum(1 for r in results if r["reuses"] or r["shuffles"]),
         "bitfield_cases": sum(1 for r in results if r["bitfield"]),
         "bitfield_shuffles": sum(r["shuffles"] for r in results if r["bitfield"]),
+        "branch_cases": sum(1 for r in results if r["branches"]),
+        "branch_sites": sum(r["reuses"] + r["shuffles"] for r in results if r["branches"]),
         "reuses": sum(r["reuses"] for r in results),
         "shuffles": sum(r["shuffles"] for r in results),
         "wrong_cases": sum(1 for r in results if r["wrong"]),

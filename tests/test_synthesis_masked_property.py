@@ -3,10 +3,11 @@
 `tests/test_synthesis_predicated.py` checks chosen cases; here Hypothesis
 draws kernels of predicated loads ``@%p ld.global.b32 { %v }`` of
 ``x[e + o]`` under masks ``e + a >= 0`` and ``e + b < n`` (each written
-plainly or negated, ``@!%q``), with ``V`` elements per thread as Triton
-lays out a tile, and launches them at block sizes that split warps and
-rows, with ``n`` cutting anywhere, original against rewrite in the
-reference interpreter (20 draws here; `benchmarks/masked_campaign.py` runs
+plainly or negated, ``@!%q``; some taps unmasked), with ``V`` elements per
+thread as Triton lays out a tile, or each masked load in a branch around it
+as nvcc writes a bounds check, and launches them at block sizes that split
+warps and rows, with ``n`` cutting anywhere, original against rewrite in the
+reference interpreter (30 draws here; `benchmarks/masked_campaign.py` runs
 thousands). Every emitted rewrite was proven; this is the
 check that the proof's model of predicates is the machine's.
 """
@@ -32,12 +33,16 @@ PAD = 4  # x is read at e + o + PAD, so every tap is inside the buffer whatever 
 class Tap:
     offset: int  # o: loads x[e + o]
     low: int | None  # a: needs e + a >= 0 (None: no lower bound)
-    high: int  # b: needs e + b < n
+    high: int | None  # b: needs e + b < n (None: not masked, with low None too)
     negated: bool  # the mask written as @!%q with q = not mask
 
 
-def kernel_text(taps: list[Tap], per_thread: int, bitfield_block: int | None = None) -> str:
-    """The kernel's PTX. ``bitfield_block``: the index written as Triton
+def kernel_text(
+    taps: list[Tap], per_thread: int, bitfield_block: int | None = None, branches: bool = False
+) -> str:
+    """The kernel's PTX. ``branches``: each load in a branch that skips it
+    where its mask is false (``if (mask) v = x[...]``, as nvcc writes a
+    bounds check around one load), not predicated. ``bitfield_block``: the index written as Triton
     writes it for a block of that many threads (``.reqntid``; a power of
     two): ``ctaid << log2(block * V) | (tid << log2(V)) & (block * V - V) | j``,
     a bit field of ``tid.x`` that wraps at the row's end; else
@@ -70,24 +75,32 @@ def kernel_text(taps: list[Tap], per_thread: int, bitfield_block: int | None = N
         reg += 1
         total = "%f0"
         for tap in taps:
-            b, ok = f"%r{reg}", f"%p{pred}"
-            body += [f"add.s32 {b}, {e}, {tap.high};", f"setp.lt.s32 {ok}, {b}, %r1;"]
-            reg, pred = reg + 1, pred + 1
-            if tap.low is not None:
-                a, lo, both = f"%r{reg}", f"%p{pred}", f"%p{pred + 1}"
-                body += [f"add.s32 {a}, {e}, {tap.low};", f"setp.ge.s32 {lo}, {a}, 0;"]
-                body.append(f"and.pred {both}, {lo}, {ok};")
-                reg, pred, ok = reg + 1, pred + 2, both
-            guard = f"@{ok}"
-            if tap.negated:
-                body.append(f"not.pred %p{pred}, {ok};")
-                guard, pred = f"@!%p{pred}", pred + 1
-            v = f"%r{reg}"
-            reg += 1
-            body += [
-                f"mov.u32 {v}, %r7;",
-                f"{guard} ld.global.b32 {{ {v} }}, [ %rd4 + {4 * (tap.offset + PAD)} ];",
-            ]
+            load_at = f"[ %rd4 + {4 * (tap.offset + PAD)} ]"
+            if tap.high is None:  # not masked: a plain load every thread runs
+                v = f"%r{reg}"
+                reg += 1
+                body.append(f"ld.global.b32 {{ {v} }}, {load_at};")
+            else:
+                b, ok = f"%r{reg}", f"%p{pred}"
+                body += [f"add.s32 {b}, {e}, {tap.high};", f"setp.lt.s32 {ok}, {b}, %r1;"]
+                reg, pred = reg + 1, pred + 1
+                if tap.low is not None:
+                    a, lo, both = f"%r{reg}", f"%p{pred}", f"%p{pred + 1}"
+                    body += [f"add.s32 {a}, {e}, {tap.low};", f"setp.ge.s32 {lo}, {a}, 0;"]
+                    body.append(f"and.pred {both}, {lo}, {ok};")
+                    reg, pred, ok = reg + 1, pred + 2, both
+                guard, skip = f"@{ok}", f"@!{ok}"
+                if tap.negated:
+                    body.append(f"not.pred %p{pred}, {ok};")
+                    guard, skip, pred = f"@!%p{pred}", f"@%p{pred}", pred + 1
+                v = f"%r{reg}"
+                reg += 1
+                load = f"ld.global.b32 {{ {v} }}, {load_at};"
+                body.append(f"mov.u32 {v}, %r7;")
+                if branches:
+                    body += [f"{skip} bra $SKIP{reg};", load, f"$SKIP{reg}:"]
+                else:
+                    body.append(f"{guard} {load}")
             sum_reg = f"%f{fsum}"
             body.append(f"add.f32 {sum_reg}, {total}, {v};")
             total, fsum = sum_reg, fsum + 1
@@ -115,15 +128,15 @@ taps_strategy = st.lists(
         Tap,
         offset=st.integers(-3, 3),
         low=st.one_of(st.none(), st.integers(-3, 3)),
-        high=st.integers(-3, 3),
+        high=st.one_of(st.none(), st.integers(-3, 3), st.integers(-3, 3)),
         negated=st.booleans(),
-    ),
+    ).map(lambda tap: tap if tap.high is not None else Tap(tap.offset, None, None, False)),
     min_size=2,
     max_size=5,
 )
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     taps=taps_strategy,
     per_thread=st.sampled_from([1, 2, 4]),
@@ -132,19 +145,35 @@ taps_strategy = st.lists(
     cut=st.integers(-5, 5),
     seed=st.integers(0, 2**16),
     bitfield=st.booleans(),
+    branches=st.booleans(),
 )
 def test_masked_rewrites_compute_the_same_bits(
-    taps: list[Tap], per_thread: int, block: int, grid: int, cut: int, seed: int, bitfield: bool
+    taps: list[Tap],
+    per_thread: int,
+    block: int,
+    grid: int,
+    cut: int,
+    seed: int,
+    bitfield: bool,
+    branches: bool,
 ) -> None:
-    assert_same_bits(taps, per_thread, block, grid, cut, seed, bitfield and block != 48)
+    assert_same_bits(taps, per_thread, block, grid, cut, seed, bitfield and block != 48, branches)
 
 
 def assert_same_bits(
-    taps: list[Tap], per_thread: int, block: int, grid: int, cut: int, seed: int, bitfield: bool = False
+    taps: list[Tap],
+    per_thread: int,
+    block: int,
+    grid: int,
+    cut: int,
+    seed: int,
+    bitfield: bool = False,
+    branches: bool = False,
 ) -> None:
     """Original and rewrite of the drawn kernel, launched alike, store the same bits
-    (``bitfield``: the index in Triton's shape, for exactly this block)."""
-    text = kernel_text(taps, per_thread, block if bitfield else None)
+    (``bitfield``: the index in Triton's shape, for exactly this block;
+    ``branches``: each load in a branch, see `kernel_text`)."""
+    text = kernel_text(taps, per_thread, block if bitfield else None, branches)
     module = parse_ptx(text, "masked.ptx")
     synthesis = ShuffleSynthesisPass(Options())
     synthesis.run(module)
@@ -221,3 +250,26 @@ def test_a_source_with_a_tighter_mask_is_still_refused() -> None:
     reasons = [v.reason for plan in synthesis.plans for v in plan.verdicts if v.reason]
     assert chosen == [1], chosen
     assert any("source load is guarded" in r for r in reasons), reasons
+
+
+def test_loads_in_branches_get_their_shuffles_above_the_branch() -> None:
+    """The drawn shape with each masked load in a branch around it, beside
+    an unmasked ``x[e]``: ``x[e + 1]`` (under ``e + 1 < n``) is the next
+    thread's ``x[e]``, shuffled before the branch (where the warp has not
+    split; `ptxasw.synth.codegen`); the next element's ``x[e' - 1]`` is
+    ``x[e]`` again, a ``mov`` in its branch (the proof keeps that branch a
+    branch, as the original's load kept it: `ptxasw.analysis.ifconvert`'s
+    ``keep``). The rewrite stores the same bits at launches whose mask cuts
+    a warp and a row."""
+    taps = [Tap(0, None, None, False), Tap(1, None, 1, True), Tap(-1, 1, 0, False)]
+    text = kernel_text(taps, 2, branches=True)
+    module = parse_ptx(text, "masked.ptx")
+    synthesis = ShuffleSynthesisPass(Options())
+    synthesis.run(module)
+    deltas = sorted(v.delta for plan in synthesis.plans for v in plan.chosen)
+    assert deltas == [0, 1], [v.reason for plan in synthesis.plans for v in plan.verdicts]
+    lines = print_module(module).splitlines()
+    shuffle = next(k for k, line in enumerate(lines) if "shfl.sync" in line)
+    assert "bra" in lines[shuffle + 1], lines[shuffle - 6 : shuffle + 4]
+    for block, grid, cut in ((48, 1, 0), (8, 2, -3), (32, 2, 5)):
+        assert_same_bits(taps, 2, block, grid, cut, seed=block, branches=True)

@@ -95,13 +95,18 @@ class Converted:
     regions: int = 0
 
 
-def if_convert(fn: ir.Function, *, visible_memory: bool = True) -> Converted:
+def if_convert(
+    fn: ir.Function, *, visible_memory: bool = True, keep: frozenset[int] = frozenset()
+) -> Converted:
     """``fn`` with its convertible branch regions guarded (see the module
     docstring); without ``visible_memory``, regions that read or write
-    memory other threads may see (global, constant, generic) stay branches."""
+    memory other threads may see (global, constant, generic) stay branches.
+    ``keep``: ``id()`` of instructions whose regions stay branches (a proof
+    of a rewrite watches the ``mov`` that took a load's place in a branch:
+    converted, the rewrite's paths would no longer be the original's)."""
     if fn.body is None:
         return Converted(fn)
-    converter = _Converter(_label_references(fn.body.body), fn, visible_memory)
+    converter = _Converter(_label_references(fn.body.body), fn, visible_memory, keep)
     body = converter.statements(fn.body.body)
     for _ in range(MAX_NESTING - 1):  # a converted region may make the one around it convertible
         before = converter.regions
@@ -150,10 +155,17 @@ def _names_in(decl: ir.VarDecl) -> list[str]:
 
 
 class _Converter:
-    def __init__(self, refs: Counter[str], fn: ir.Function, visible_memory: bool = True) -> None:
+    def __init__(
+        self,
+        refs: Counter[str],
+        fn: ir.Function,
+        visible_memory: bool = True,
+        keep: frozenset[int] = frozenset(),
+    ) -> None:
         self.refs = refs
         self.fn = fn
         self.visible_memory = visible_memory
+        self.branches_kept = keep
         self.origin: dict[int, ir.Instruction] = {}
         self.regions = 0
         self.dropped: set[int] = set()  # ids of out-of-line arms now guarded where they branched from
@@ -161,6 +173,12 @@ class _Converter:
         self._layouts: dict[int, _Layout] = {}  # by statement list, for this pass
         self._builder: FunctionBuilder | None = None
         self._made: list[ir.Instruction] = []  # every copy, kept alive while `origin` holds its id
+
+    def _converts(self, inst: ir.Instruction, predicate: ir.Register | None) -> bool:
+        return _convertible(inst, predicate, self.visible_memory, self.branches_kept)
+
+    def _converts_block(self, block: ir.Block, predicate: ir.Register | None) -> bool:
+        return _convertible_block(block, predicate, self.visible_memory, self.branches_kept)
 
     def builder(self) -> FunctionBuilder:
         """Names for the added predicates: a builder over a copy of the
@@ -283,15 +301,11 @@ class _Converter:
         count = 0
         for stmt in stmts[block.start : block.end]:
             if isinstance(stmt, ir.Block):
-                if not _convertible_block(stmt, None, self.visible_memory):
+                if not self._converts_block(stmt, None):
                     return MAX_REGION + 1
                 count += _count(stmt.body)
             elif isinstance(stmt, ir.Instruction):
-                ok = (
-                    _plain_guard(stmt)
-                    if stmt is block.branch
-                    else _convertible(stmt, None, self.visible_memory)
-                )
+                ok = _plain_guard(stmt) if stmt is block.branch else self._converts(stmt, None)
                 if not ok:
                     return MAX_REGION + 1
                 count += 1
@@ -312,7 +326,7 @@ class _Converter:
             if isinstance(stmt, ir.Block):
                 return None
             if isinstance(stmt, ir.Instruction) and not (
-                _convertible(stmt, predicate, self.visible_memory) or _is_early_exit(stmt, predicate, target)
+                self._converts(stmt, predicate) or _is_early_exit(stmt, predicate, target)
             ):
                 return None
             j += 1
@@ -386,9 +400,9 @@ class _Converter:
                 continue
             if isinstance(stmt, ir.Label) or _is_plain_branch(stmt):
                 break
-            if isinstance(stmt, ir.Block) and not _convertible_block(stmt, predicate, self.visible_memory):
+            if isinstance(stmt, ir.Block) and not self._converts_block(stmt, predicate):
                 return None, j
-            if isinstance(stmt, ir.Instruction) and not _convertible(stmt, predicate, self.visible_memory):
+            if isinstance(stmt, ir.Instruction) and not self._converts(stmt, predicate):
                 return None, j
             j += 1
         region = list(stmts[start:j])
@@ -655,19 +669,21 @@ def _count(region: Sequence[object]) -> int:
     return sum(_count(s.body) if isinstance(s, ir.Block) else isinstance(s, ir.Instruction) for s in region)
 
 
-def _convertible_block(block: ir.Block, predicate: ir.Register | None, visible_memory: bool) -> bool:
+def _convertible_block(
+    block: ir.Block, predicate: ir.Register | None, visible_memory: bool, keep: frozenset[int] = frozenset()
+) -> bool:
     """A nested scope of register declarations and convertible instructions:
     nvcc wraps each 64-bit split or join (``mov.b64 {%temp, %r}, %fd``) in one,
     declaring its ``%temp`` there."""
     for stmt in block.body:
         if isinstance(stmt, ir.Block):
-            if not _convertible_block(stmt, predicate, visible_memory):
+            if not _convertible_block(stmt, predicate, visible_memory, keep):
                 return False
         elif isinstance(stmt, ir.VarDecl):
             if stmt.space != ".reg":
                 return False
         elif isinstance(stmt, ir.Instruction):
-            if not _convertible(stmt, predicate, visible_memory):
+            if not _convertible(stmt, predicate, visible_memory, keep):
                 return False
         elif isinstance(stmt, ir.Label):
             return False
@@ -698,9 +714,16 @@ def _is_plain_branch(stmt: object) -> bool:
     )
 
 
-def _convertible(inst: ir.Instruction, predicate: ir.Register | None, visible_memory: bool = True) -> bool:
+def _convertible(
+    inst: ir.Instruction,
+    predicate: ir.Register | None,
+    visible_memory: bool = True,
+    keep: frozenset[int] = frozenset(),
+) -> bool:
     """Register computation (or a thread-private access) that cannot trap or
     touch other lanes, and leaves the branch ``predicate`` (if given) alone."""
+    if id(inst) in keep:
+        return False
     if isa.is_branch(inst) or isa.is_call(inst) or isa.is_return(inst) or not _plain_guard(inst):
         return False
     if isa.writes_carry(inst) or isa.reads_carry(inst):

@@ -1188,8 +1188,13 @@ class SymbolicExecutor:
         # Forward-branching code that only computes (and reads memory) runs
         # guarded on one flow (`ifconvert`): k branches in a row no longer
         # make 2^k flows.
+        watched = frozenset(
+            id(inst)
+            for inst in (inlined.function.instructions() if watch else ())
+            if id(inlined.origin.get(id(inst), inst)) in watch
+        )
         converted = (
-            if_convert(inlined.function, visible_memory=guard_visible_memory)
+            if_convert(inlined.function, visible_memory=guard_visible_memory, keep=watched)
             if IF_CONVERT
             else Converted(inlined.function)
         )
