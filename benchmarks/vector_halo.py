@@ -51,24 +51,25 @@ Shapes neither fit saw (``SHAPES``, ``--sets shapes``; H100,
 output bit-equal), L2 / DRAM:
 
 * 3-D boxes (rows a plane apart): ``model`` keeps radius 2 and 3 and gains
-  1.26-1.47 / 1.38-1.62; it leaves radius 1 (``normal`` 0.98 / 1.05).
+  1.28-1.48 / 1.40-1.61; it leaves radius 1 (``normal`` 0.98 / 1.07).
 * Halos behind bounds checks (``mbox``: each halo element in its own
   branch): every row is proven now that the prover moves a row number's
   extension inward (it proved the first row only). With the shuffle in the
-  branch ``normal`` ran at 0.78-0.91 of ``load``; hoisted above the branch
-  (`ptxasw.synth.codegen`) 0.99-1.07, and ``model``, which keeps them,
-  1.00-1.08 (the unchecked boxes gain 1.2-1.4: the branches stay).
+  branch ``normal`` ran at 0.78-0.91 of ``load``; with the shuffle above
+  the branch 0.99-1.07; with the fallback load above it too
+  (`ptxasw.synth.codegen`; the recorded run) 1.03-1.27, and ``model``,
+  which keeps them, the same (noload: 1.25-1.80).
 * Arrays of structures (``aos``: a field of R particles either side, every
   load 16 bytes from its lane's neighbour's, no vector load): the screens
   count halos beside vectors only, so ``model`` leaves them; ``normal``
-  0.98-1.00 L2 / 0.99-1.07 DRAM reading one field, 0.99-1.22 / 1.10-1.20
+  0.98-1.00 L2 / 0.99-1.07 DRAM reading one field, 0.99-1.05 / 1.10-1.20
   reading two (``aosm``). Not taken: by the text an array of structures is
   scalar loads at offsets 16 bytes apart, as any struct's fields are, and a
   screen that passed those would send most files to Python.
 
 Two phases, as the GPU machine lacks the analysis's dependencies::
 
-    python benchmarks/vector_halo.py --prepare DIR           # here: nvcc, ptxasw
+    python benchmarks/vector_halo.py --prepare DIR [--sets S]  # here: nvcc, ptxasw
     python benchmarks/vector_halo.py --run DIR [--json OUT]  # GPU: ptxas, CuPy
 """
 
@@ -291,7 +292,7 @@ def source() -> str:
 # ---- phase 1: nvcc and ptxasw (no GPU) ----------------------------------------------------------
 
 
-def prepare(folder: Path) -> int:
+def prepare(folder: Path, sets: list[str]) -> int:
     from ptxasw.ir.printer import print_module
     from ptxasw.parser import parse_ptx
     from ptxasw.synth.detect import Options
@@ -313,7 +314,8 @@ def prepare(folder: Path) -> int:
         mode = "normal" if variant == "model" else variant
         profit = "model" if variant == "model" else "always"
         module = parse_ptx(text, str(original))
-        synthesis = ShuffleSynthesisPass(Options(mode=mode, profit=profit, arch="sm_90"))
+        chosen = {k.symbol for name in sets for k in SETS[name]}
+        synthesis = ShuffleSynthesisPass(Options(mode=mode, profit=profit, arch="sm_90"), kernels=chosen)
         synthesis.run(module)
         (folder / f"{variant}.ptx").write_text(print_module(module))
         for plan in synthesis.plans:
@@ -427,15 +429,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=31, help="--run: timed samples per variant")
     ap.add_argument("--json", type=Path, help="--run: write the rows here")
     ap.add_argument(
-        "--sets", default=",".join(SETS), help=f"--run: which kernels, comma-separated of {', '.join(SETS)}"
+        "--sets", default=",".join(SETS), help=f"which kernels, comma-separated of {', '.join(SETS)}"
     )
     opts = ap.parse_args(argv)
-    if opts.prepare is not None:
-        return prepare(opts.prepare)
     sets = [name for name in opts.sets.split(",") if name]
     unknown = [name for name in sets if name not in SETS]
     if unknown:
         ap.error(f"--sets: unknown {', '.join(unknown)} (known: {', '.join(SETS)})")
+    if opts.prepare is not None:
+        return prepare(opts.prepare, sets)
     return run(opts.run, opts.runs, opts.json, sets)
 
 

@@ -256,7 +256,7 @@ def test_loads_in_branches_get_their_shuffles_above_the_branch() -> None:
     """The drawn shape with each masked load in a branch around it, beside
     an unmasked ``x[e]``: ``x[e + 1]`` (under ``e + 1 < n``) is the next
     thread's ``x[e]``, shuffled before the branch (where the warp has not
-    split; `ptxasw.synth.codegen`); the next element's ``x[e' - 1]`` is
+    split; `ptxasw.synth.codegen`), its fallback load there too; the next element's ``x[e' - 1]`` is
     ``x[e]`` again, a ``mov`` in its branch (the proof keeps that branch a
     branch, as the original's load kept it: `ptxasw.analysis.ifconvert`'s
     ``keep``). The rewrite stores the same bits at launches whose mask cuts
@@ -270,6 +270,10 @@ def test_loads_in_branches_get_their_shuffles_above_the_branch() -> None:
     assert deltas == [0, 1], [v.reason for plan in synthesis.plans for v in plan.verdicts]
     lines = print_module(module).splitlines()
     shuffle = next(k for k, line in enumerate(lines) if "shfl.sync" in line)
-    assert "bra" in lines[shuffle + 1], lines[shuffle - 6 : shuffle + 4]
+    branch = next(k for k in range(shuffle, len(lines)) if "bra" in lines[k])
+    # The shuffle and the fallback load under the branch's condition, then the branch.
+    above = lines[shuffle:branch]
+    assert not any(line.endswith(":") for line in above), above
+    assert any("@%sw" in line and "ld.global" in line for line in above), above
     for block, grid, cut in ((48, 1, 0), (8, 2, -3), (32, 2, 5)):
         assert_same_bits(taps, 2, block, grid, cut, seed=block, branches=True)

@@ -40,11 +40,20 @@ the register as it was elsewhere::
 A load inside a branch that only some paths from its source take (a
 bounds check around each halo element: ``if (i > 0) v = x[i - 1]``) has its
 corner test and shuffle hoisted to the end of the nearest block above it
-that every path from the source passes, into fresh registers; the branch
-keeps a ``mov`` and the fallback load. ``shfl.sync`` then runs where the
-warp has not split, and ptxas need not reconverge it around each halo
-element (on an H100, float4 boxes whose halo is bounds checked ran at
-0.78-0.91 of the original with the shuffle in the branch).
+that every path from the source passes, into fresh registers. Where the
+load is alone under that block's branch (its side of it, nothing before it
+writing what it reads or touching memory), the fallback load goes there
+too, under the corner test and the branch's condition, and the branch
+keeps one ``mov`` per register, which ptxas predicates: the code is
+straight-line again. Otherwise the branch keeps the ``mov`` and the
+fallback load. ``shfl.sync`` then runs where the warp has not split, and
+ptxas need not reconverge it around each halo element. On an H100
+(`benchmarks/vector_halo.py`'s bounds-checked float4/double2 boxes):
+0.78-0.91 of the original with everything in the branch, 0.99-1.07 with
+the shuffle above it, 1.03-1.27 with the fallback load above it as well.
+The price: the shuffle also runs on the paths that skip the load, which
+costs where the branch is rarely taken (a fix-up at a grid's edge); the
+branches of bounds checks are taken by all but the edge lanes.
 
 A vector load (``ld.global.v2``) takes each register from the source's
 register the detection matched to it (a mov or a shuffle each), behind one
@@ -62,10 +71,21 @@ from dataclasses import dataclass
 
 from ptxasw import ir
 from ptxasw.analysis.cfg import CFG, build_cfg
+from ptxasw.ir import isa
 from ptxasw.ir.builder import FunctionBuilder
 from ptxasw.synth.detect import LoadVerdict, Status, load_registers
 
 __all__ = ["Site", "emit_shuffles"]
+
+
+@dataclass(frozen=True)
+class _Hoist:
+    """Where a shuffle runs above its load's branch: before ``branch``; and
+    ``runs``, the guard under which the branch leads to the load, where the
+    fallback load may run there too (else None: it stays in the branch)."""
+
+    branch: ir.Instruction
+    runs: ir.Guard | None
 
 
 @dataclass
@@ -165,19 +185,22 @@ class _Generator:
             b.replace(load, movs)
             return Site(v, movs[-1], dsts, srcs)
         fallback, mask, code = self._corner_test(delta)
-        hoist_before = self._hoist_point(v.source, load)
+        hoist = self._hoist_point(v.source, load)
+        loads = fallback is not None and self.mode == "normal"
+        if hoist is not None and hoist.runs is not None and loads:
+            assert fallback is not None
+            return self._raised_site(v, srcs, dsts, fallback, mask, code, hoist)
         # The fallback load reads its address after the shuffle wrote dst:
         # shuffle into temporaries when a dst is part of the address, or
         # when the shuffle runs above the load's branch (dst must keep its
         # value on the paths that skip the load).
-        loads = fallback is not None and self.mode == "normal"
         clash = loads and any(_address_uses(load, d) for d in dsts)
-        apart = clash or hoist_before is not None
+        apart = clash or hoist is not None
         targets = tuple(b.fresh(b.declared_type(d) or ".b32", "shv") for d in dsts) if apart else dsts
         for target, src in zip(targets, srcs, strict=True):
             code += self._shuffle(target, src, delta, mask)
-        if hoist_before is not None:
-            b.insert_before(hoist_before, code)
+        if hoist is not None:
+            b.insert_before(hoist.branch, code)
             code = []
         if apart and not clash:
             code += [b.mov(d, t) for d, t in zip(dsts, targets, strict=True)]
@@ -190,12 +213,45 @@ class _Generator:
         b.replace(load, code)
         return Site(v, code[-1], dsts, srcs)
 
-    def _hoist_point(self, source: ir.Instruction | None, load: ir.Instruction) -> ir.Instruction | None:
-        """The branch ending the nearest block above ``load``'s (in the
-        dominator tree) that every path from ``source`` to the function's
-        end passes, when ``load``'s own block is not one (module docstring);
-        None where the shuffle stays at the load: its block is, the blocks
-        differ in their loops, or that block ends in no branch."""
+    def _raised_site(
+        self,
+        v: LoadVerdict,
+        srcs: tuple[ir.Register, ...],
+        dsts: tuple[ir.Register, ...],
+        fallback: ir.Register,
+        mask: ir.Operand | int,
+        code: list[ir.Instruction],
+        hoist: _Hoist,
+    ) -> Site:
+        """A load alone under one branch (module docstring): the shuffle and
+        the fallback load, under the branch's condition, run above the
+        branch, into fresh registers; the branch keeps only the ``mov``s,
+        which ptxas predicates, so the code is straight-line again."""
+        b, load = self.b, v.load
+        assert v.delta is not None and hoist.runs is not None
+        values = tuple(b.fresh(b.declared_type(d) or ".b32", "shv") for d in dsts)
+        for value, src in zip(values, srcs, strict=True):
+            code += self._shuffle(value, src, v.delta, mask)
+        runs = hoist.runs.predicate
+        if hoist.runs.negated:
+            runs = b.fresh_pred("g")
+            code.append(b.instruction("not", [".pred"], [runs, hoist.runs.predicate]))
+        both = b.fresh_pred("q")
+        code.append(b.instruction("and", [".pred"], [both, fallback, runs]))
+        into = _with_registers(load.operands[0], values)
+        code.append(b.copy(load, operands=[into, *load.operands[1:]], guard=ir.Guard(both)))
+        b.insert_before(hoist.branch, code)
+        movs = [b.mov(d, value) for d, value in zip(dsts, values, strict=True)]
+        b.replace(load, movs)
+        return Site(v, movs[-1], dsts, srcs)
+
+    def _hoist_point(self, source: ir.Instruction | None, load: ir.Instruction) -> _Hoist | None:
+        """Where ``load``'s shuffle runs when ``load``'s block is not one
+        that every path from ``source`` passes: before the branch ending the
+        nearest block above it (in the dominator tree) that is (module
+        docstring); None where the shuffle stays at the load: its block is
+        such a block, the blocks differ in their loops, or that block ends
+        in no branch."""
         cfg = self.cfg
         if source is None:
             return None
@@ -211,7 +267,36 @@ class _Generator:
         if above is None or cfg.loop_of(above) != cfg.loop_of(here):
             return None
         branch = cfg.blocks[above].terminator
-        return branch if branch is not None and branch.opcode == "bra" else None
+        if branch is None or branch.opcode != "bra":
+            return None
+        return _Hoist(branch, self._runs_under(above, here, branch, load))
+
+    def _runs_under(
+        self, above: int, here: int, branch: ir.Instruction, load: ir.Instruction
+    ) -> ir.Guard | None:
+        """The guard under which ``branch`` leads to ``load``, where the load
+        may run there as well: its block is the branch's own side (no other
+        way in), and nothing before it in the block writes a register it
+        reads or touches memory. None otherwise."""
+        cfg = self.cfg
+        guard, block = branch.guard, cfg.blocks[above]
+        if guard is None or load.guard is not None or cfg.predecessors(here) != [above]:
+            return None
+        if block.fallthrough == here and here not in block.targets:
+            runs = ir.Guard(guard.predicate, negated=not guard.negated)
+        elif block.targets == (here,) and block.fallthrough != here:
+            runs = guard
+        else:
+            return None
+        reads = {r.name for r in isa.uses(load)}
+        for inst in cfg.blocks[here].instructions:
+            if inst is load:
+                return runs
+            if isa.memory_effect(inst) != isa.MemoryEffect.NONE or isa.is_call(inst):
+                return None
+            if any(r.name in reads for r in isa.defs(inst)):
+                return None
+        return None
 
     def _guarded_site(
         self,
