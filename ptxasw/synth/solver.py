@@ -844,6 +844,8 @@ class Prover:
         a = _if_outside(a)
         if z3.is_app_of(a, z3.Z3_OP_ITE):
             cond, then, other = a.arg(0), a.arg(1), a.arg(2)
+            if not _mentions_memory(cond):
+                cond = self._reduced(hypotheses, cond)
             big = _mentions_memory(cond) or _size(cond) > _DECIDE_LIMIT
         else:
             # An If inside (a 64-bit value is two shuffled halves, each under
@@ -851,9 +853,9 @@ class Prover:
             inner = _inner_condition(a)
             if inner is None:
                 return self.equal(hypotheses, a, b)
-            cond, big = inner, False
-            then = simplify(z3.substitute(a, (cond, z3.BoolVal(True))))
-            other = simplify(z3.substitute(a, (cond, z3.BoolVal(False))))
+            then = simplify(z3.substitute(a, (inner, z3.BoolVal(True))))
+            other = simplify(z3.substitute(a, (inner, z3.BoolVal(False))))
+            cond, big = self._reduced(hypotheses, inner), False
         decided = None if big else self.decide(hypotheses, cond)
         needs_no_wrap = False
         if decided is None and not big:
@@ -882,6 +884,8 @@ class Prover:
         Both sides are asked at each stage of `proves` (linear facts,
         geometry, everything) before the next, more expensive, stage."""
         cond = simplify(cond)
+        if not (z3.is_true(cond) or z3.is_false(cond)):
+            cond = self._known(hypotheses, cond)
         if z3.is_true(cond) or z3.is_false(cond):
             return z3.is_true(cond)
         for facts in self._stages(hypotheses, cond):
@@ -903,13 +907,54 @@ class Prover:
         query = _without_wrap_query(hypotheses, claim)
         return query is not None and self.proves(*query) is True
 
-    def _stages(self, hypotheses: Sequence[z3.BoolRef], claim: z3.BoolRef) -> list[list[z3.BoolRef]]:
-        """The hypothesis sets `proves` tries, cheapest first (each a subset of the last)."""
+    def _facts(self, hypotheses: Sequence[z3.BoolRef]) -> list[z3.BoolRef]:
+        """The conjuncts of ``hypotheses`` (memoised per hypothesis list)."""
         key = tuple(h.get_id() for h in hypotheses)
         cached = self._conjunct_memo.get(key)
         if cached is None:
             cached = self._conjunct_memo[key] = (list(hypotheses), _conjuncts(hypotheses))
-        facts = cached[1]
+        return cached[1]
+
+    def _known(self, hypotheses: Sequence[z3.BoolRef], cond: z3.BoolRef) -> z3.BoolRef:
+        """``cond`` with each part that a hypothesis states (or denies)
+        written as true (false), simplified: equal to ``cond`` wherever the
+        hypotheses hold (see `_reduced`)."""
+        pairs: list[tuple[z3.BoolRef, z3.BoolRef]] = []
+        for fact in self._facts(hypotheses):
+            if z3.is_not(fact):
+                pairs.append((fact.arg(0), z3.BoolVal(False)))
+            elif not z3.is_true(fact):
+                pairs.append((fact, z3.BoolVal(True)))
+        return simplify(z3.substitute(cond, *pairs)) if pairs else cond
+
+    def _reduced(self, hypotheses: Sequence[z3.BoolRef], cond: z3.BoolRef) -> z3.BoolRef:
+        """``cond`` with what the hypotheses state of it written out
+        (`_known`), and of a conjunction each small conjunct the hypotheses
+        decide dropped (or the whole false): equal to ``cond`` wherever the
+        hypotheses hold.
+
+        Why: a fallback load raised above its branch runs under the corner
+        test and the branch's condition (`ptxasw.synth.codegen`). The flow's
+        path implies the branch's part, though not always in its words (a
+        bound ``e + 5 < n`` gives ``e + 1 < n``); left in, the conjunction
+        is too big to decide and every case below it carries it, each a
+        solver question of its own (a random masked kernel's proof: 33 s
+        against 3 s with the load in the branch)."""
+        cond = self._known(hypotheses, cond)
+        if not z3.is_and(cond):
+            return cond
+        kept: list[z3.BoolRef] = []
+        for part in cond.children():
+            decided = None if _size(part) > _DECIDE_LIMIT else self.decide(hypotheses, part)
+            if decided is False:
+                return z3.BoolVal(False)
+            if decided is None:
+                kept.append(part)
+        return z3.And(kept) if len(kept) > 1 else kept[0] if kept else z3.BoolVal(True)
+
+    def _stages(self, hypotheses: Sequence[z3.BoolRef], claim: z3.BoolRef) -> list[list[z3.BoolRef]]:
+        """The hypothesis sets `proves` tries, cheapest first (each a subset of the last)."""
+        facts = self._facts(hypotheses)
         stages = []
         if not _nonlinear(claim):
             linear = [h for h in facts if not _nonlinear(h)]
