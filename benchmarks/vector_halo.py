@@ -102,7 +102,7 @@ class Kernel(NamedTuple):
     rows: int
     planes: int = 0
     mask: bool = False
-    form: str = "box"  # "box" (`stencil`, `shaped`) or "particles"
+    form: str = "box"  # "box" (`shaped`) or "particles"
     fields: int = 1
 
     def instance(self) -> str:
@@ -144,8 +144,8 @@ HELD_OUT = [
     Kernel("box2_r2x3", "double", 2, 2, 3),
     Kernel("box2_r1x2", "double", 2, 1, 2),
 ]
-# Shapes the model never saw (neither fit): halos behind bounds checks
-# (predicated loads), 3-D boxes (rows a plane apart) and arrays of structures
+# Shapes the model never saw (neither fit): halos behind bounds checks (nvcc
+# branches around each halo load), 3-D boxes (rows a plane apart) and arrays of structures
 # (every load strided: no dense load brings the lines in).
 SHAPES = [
     Kernel("mrow4_r2", "float", 4, 2, 0, mask=True),
@@ -177,44 +177,10 @@ template <> struct Vec<float, 2> { using type = float2; };
 template <> struct Vec<double, 2> { using type = double2; };
 
 // Rows j - ROWS .. j + ROWS, each a vector of V elements per thread and its
-// halo, R elements on either side (the neighbouring lanes' vectors: R <= V).
-template <typename T, int V, int R, int ROWS>
-__device__ __forceinline__ void stencil(const T *__restrict__ x, T *__restrict__ y, int nv, int pitch) {
-    using VT = typename Vec<T, V>::type;
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    int j = blockIdx.y + ROWS;
-    if (i >= nv || j + ROWS >= gridDim.y) return;
-    T o[V];
-#pragma unroll
-    for (int e = 0; e < V; ++e) o[e] = T(0);
-#pragma unroll
-    for (int r = -ROWS; r <= ROWS; ++r) {
-        const T *row = x + (size_t)(j + r) * pitch + 4;
-        VT c = reinterpret_cast<const VT *>(row)[i];
-        const T *cv = reinterpret_cast<const T *>(&c);
-        T v[V + 2 * R];
-#pragma unroll
-        for (int k = 0; k < R; ++k) {
-            v[k] = row[V * i - R + k];
-            v[R + V + k] = row[V * i + V + k];
-        }
-#pragma unroll
-        for (int e = 0; e < V; ++e) v[R + e] = cv[e];
-#pragma unroll
-        for (int e = 0; e < V; ++e)
-#pragma unroll
-            for (int d = 0; d <= 2 * R; ++d) o[e] = fma(T(1) / T(d + r + ROWS + 2), v[e + d], o[e]);
-    }
-    VT out;
-    T *ov = reinterpret_cast<T *>(&out);
-#pragma unroll
-    for (int e = 0; e < V; ++e) ov[e] = o[e];
-    reinterpret_cast<VT *>(y + (size_t)j * pitch + 4)[i] = out;
-}
-
-// The same box with bounds on its halo (a mask, as Triton's and bounds-checked
-// code writes it: an element past the row's ends reads as zero), and a 3-D box:
-// rows j + r + PLANE * s, s = -ZR .. ZR, a plane of PLANE rows.
+// halo, R elements on either side (the neighbouring lanes' vectors: R <= V);
+// with MASK, bounds on the halo (as Triton's and bounds-checked code writes
+// it: an element past the row's ends reads as zero); with ZR, a 3-D box: rows
+// j + r + PLANE * s, s = -ZR .. ZR, a plane of PLANE rows.
 template <typename T, int V, int R, int ROWS, int ZR, bool MASK>
 __device__ __forceinline__ void shaped(const T *__restrict__ x, T *__restrict__ y, int nv, int pitch) {
     using VT = typename Vec<T, V>::type;
@@ -276,7 +242,7 @@ __device__ __forceinline__ void particles(const float *__restrict__ x, float *__
 }
 
 #define K(NAME, T, V, R, ROWS) extern "C" __global__ void NAME(const T *__restrict__ x, T *__restrict__ y, \
-    int nv, int pitch) { stencil<T, V, R, ROWS>(x, y, nv, pitch); }
+    int nv, int pitch) { shaped<T, V, R, ROWS, 0, false>(x, y, nv, pitch); }
 #define KS(NAME, T, V, R, ROWS, ZR, MASK) extern "C" __global__ void NAME(const T *__restrict__ x, \
     T *__restrict__ y, int nv, int pitch) { shaped<T, V, R, ROWS, ZR, MASK>(x, y, nv, pitch); }
 #define KP(NAME, R, FIELDS) extern "C" __global__ void NAME(const float *__restrict__ x, \

@@ -232,14 +232,7 @@ class _Generator:
         values = tuple(b.fresh(b.declared_type(d) or ".b32", "shv") for d in dsts)
         for value, src in zip(values, srcs, strict=True):
             code += self._shuffle(value, src, v.delta, mask)
-        runs = hoist.runs.predicate
-        if hoist.runs.negated:
-            runs = b.fresh_pred("g")
-            code.append(b.instruction("not", [".pred"], [runs, hoist.runs.predicate]))
-        both = b.fresh_pred("q")
-        code.append(b.instruction("and", [".pred"], [both, fallback, runs]))
-        into = _with_registers(load.operands[0], values)
-        code.append(b.copy(load, operands=[into, *load.operands[1:]], guard=ir.Guard(both)))
+        code += self._fallback_into(values, load, fallback, hoist.runs)
         b.insert_before(hoist.branch, code)
         movs = [b.mov(d, value) for d, value in zip(dsts, values, strict=True)]
         b.replace(load, movs)
@@ -318,18 +311,29 @@ class _Generator:
             for value, src in zip(values, srcs, strict=True):
                 code += self._shuffle(value, src, v.delta, mask)
             if fallback is not None and self.mode == "normal":
-                runs = guard.predicate
-                if guard.negated:
-                    runs = b.fresh_pred("g")
-                    code.append(b.instruction("not", [".pred"], [runs, guard.predicate]))
-                both = b.fresh_pred("q")
-                code.append(b.instruction("and", [".pred"], [both, fallback, runs]))
-                into = _with_registers(load.operands[0], values)
-                code.append(b.copy(load, operands=[into, *load.operands[1:]], guard=ir.Guard(both)))
+                code += self._fallback_into(values, load, fallback, guard)
         last = code[-1]
         code += [b.mov(dst, value, guard=guard) for dst, value in zip(dsts, values, strict=True)]
         b.replace(load, code)
         return Site(v, last, values, srcs)
+
+    def _fallback_into(
+        self, values: tuple[ir.Register, ...], load: ir.Instruction, fallback: ir.Register, guard: ir.Guard
+    ) -> list[ir.Instruction]:
+        """``load`` into ``values`` where the corner test ``fallback`` and
+        ``guard`` (the load's own predicate, or its branch's condition) both
+        hold: a lane for which ``guard`` is false must not touch the address."""
+        b = self.b
+        runs = guard.predicate
+        code: list[ir.Instruction] = []
+        if guard.negated:
+            runs = b.fresh_pred("g")
+            code.append(b.instruction("not", [".pred"], [runs, guard.predicate]))
+        both = b.fresh_pred("q")
+        code.append(b.instruction("and", [".pred"], [both, fallback, runs]))
+        into = _with_registers(load.operands[0], values)
+        code.append(b.copy(load, operands=[into, *load.operands[1:]], guard=ir.Guard(both)))
+        return code
 
     def _corner_test(self, delta: int) -> tuple[ir.Register | None, ir.Operand | int, list[ir.Instruction]]:
         """The predicate of the lanes that load for themselves (an incomplete
