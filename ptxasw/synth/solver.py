@@ -30,7 +30,7 @@ from ptxasw.emulator.symbolic.affine import overlap_condition
 from ptxasw.emulator.symbolic.domain import simplify
 from ptxasw.emulator.symbolic.executor import RLIMIT_PER_MS, Access
 from ptxasw.emulator.symbolic.independence import Symbols
-from ptxasw.emulator.symbolic.intervals import interval, normalize_extensions
+from ptxasw.emulator.symbolic.intervals import extension, interval, normalize_extensions
 
 __all__ = [
     "NO_WRAP",
@@ -150,20 +150,6 @@ def _is_extension_node(ctx: Any, app: Any) -> bool:
         high = z3.Z3_get_app_arg(ctx, app, 0)
         return z3.Z3_is_numeral_ast(ctx, high) and z3.Z3_get_numeral_string(ctx, high) == "0"
     return kind in (z3.Z3_OP_SIGN_EXT, z3.Z3_OP_ZERO_EXT)
-
-
-def _extension(e: z3.ExprRef) -> tuple[z3.ExprRef, bool] | None:
-    """The operand of ``e`` where ``e`` extends it, and whether by its sign;
-    Z3's rewriter writes a zero extension as a concatenation under zeros."""
-    if not z3.is_app(e):
-        return None
-    kind = e.decl().kind()
-    if kind in (z3.Z3_OP_SIGN_EXT, z3.Z3_OP_ZERO_EXT) and e.num_args() == 1:
-        return e.arg(0), kind == z3.Z3_OP_SIGN_EXT
-    high = e.arg(0) if kind == z3.Z3_OP_CONCAT and e.num_args() == 2 else None
-    if high is not None and z3.is_bv_value(high) and high.as_long() == 0:
-        return e.arg(1), False
-    return None
 
 
 def _is_function_node(ctx: Any, app: Any) -> bool:
@@ -439,8 +425,35 @@ def exact_extensions(terms: Iterable[z3.ExprRef]) -> tuple[list[z3.ExprRef], boo
     are one sum of monomials once the extension is inside; `without_wrap`
     leaves it alone (it widens only what mentions a thread id, under an
     assumption)."""
-    terms = list(terms)
     memo: dict[int, tuple[int, int]] = {}
+
+    def moved(e: z3.ExprRef, inner: z3.ExprRef, signed: bool) -> z3.ExprRef | None:
+        out = normalize_extensions(e, memo)
+        return None if out.eq(e) else out
+
+    return _replace_extensions(terms, moved)
+
+
+def without_wrap(terms: Iterable[z3.ExprRef]) -> tuple[list[z3.ExprRef], bool]:
+    """``terms`` with every ``sext``/``zext`` of a 32-bit sum, difference or
+    product that mentions a thread id replaced by the same arithmetic done in
+    the wide type: what they equal when the index arithmetic does not wrap.
+    The flag says whether anything was replaced."""
+
+    def widened(e: z3.ExprRef, inner: z3.ExprRef, signed: bool) -> z3.ExprRef | None:
+        return _wide(inner, e.size(), signed) if _is_arith(inner) and _mentions_thread(inner) else None
+
+    return _replace_extensions(terms, widened)
+
+
+def _replace_extensions(
+    terms: Iterable[z3.ExprRef],
+    replace: Callable[[z3.ExprRef, z3.ExprRef, bool], z3.ExprRef | None],
+) -> tuple[list[z3.ExprRef], bool]:
+    """``terms`` with each outermost extension ``e`` (of ``inner``, by its
+    sign or not) that ``replace`` gives a term for replaced by it; the walk
+    goes on inside those it leaves. The flag says whether anything was."""
+    terms = list(terms)
     pairs: list[tuple[z3.ExprRef, z3.ExprRef]] = []
     seen: set[int] = set()
     stack = [t for t in terms if _has_extension(t)]
@@ -449,40 +462,13 @@ def exact_extensions(terms: Iterable[z3.ExprRef]) -> tuple[list[z3.ExprRef], boo
         if e.get_id() in seen or not z3.is_app(e):
             continue
         seen.add(e.get_id())
-        if _extension(e) is not None:
-            moved = normalize_extensions(e, memo)
-            if not moved.eq(e):
-                pairs.append((e, moved))
+        extended = extension(e)
+        if extended is not None:
+            out = replace(e, *extended)
+            if out is not None:
+                pairs.append((e, out))
                 continue
         stack.extend(k for k in e.children() if _has_extension(k))
-    if not pairs:
-        return terms, False
-    return [z3.substitute(t, *pairs) for t in terms], True
-
-
-def without_wrap(terms: Iterable[z3.ExprRef]) -> tuple[list[z3.ExprRef], bool]:
-    """``terms`` with every ``sext``/``zext`` of a 32-bit sum, difference or
-    product that mentions a thread id replaced by the same arithmetic done in
-    the wide type: what they equal when the index arithmetic does not wrap.
-    The flag says whether anything was replaced."""
-    pairs: list[tuple[z3.ExprRef, z3.ExprRef]] = []
-    seen: set[int] = set()
-    terms = list(terms)
-    stack = [t for t in terms if _has_extension(t)]
-    while stack:
-        e = stack.pop()
-        if e.get_id() in seen:
-            continue
-        seen.add(e.get_id())
-        if not z3.is_app(e):
-            continue
-        extended = _extension(e)
-        if extended is not None:
-            inner, signed = extended
-            if _is_arith(inner) and _mentions_thread(inner):
-                pairs.append((e, _wide(inner, e.size(), signed)))
-                continue
-        stack.extend(e.children())
     if not pairs:
         return terms, False
     return [z3.substitute(t, *pairs) for t in terms], True
@@ -762,6 +748,8 @@ class Prover:
         self.symbols = Symbols()
         self.fingerprints = Fingerprints()
         self._conjunct_memo: dict[tuple[int, ...], tuple[list[z3.BoolRef], list[z3.BoolRef]]] = {}
+        # Per hypothesis list, its conjuncts as (stated, true/false) pairs (`_known`).
+        self._known_memo: dict[tuple[int, ...], list[tuple[z3.BoolRef, z3.BoolRef]]] = {}
         self._cache: dict[tuple[int, ...], tuple[bool | None, z3.ExprRef, tuple[z3.ExprRef, ...]]] = {}
 
     def equal(
@@ -919,12 +907,14 @@ class Prover:
         """``cond`` with each part that a hypothesis states (or denies)
         written as true (false), simplified: equal to ``cond`` wherever the
         hypotheses hold (see `_reduced`)."""
-        pairs: list[tuple[z3.BoolRef, z3.BoolRef]] = []
-        for fact in self._facts(hypotheses):
-            if z3.is_not(fact):
-                pairs.append((fact.arg(0), z3.BoolVal(False)))
-            elif not z3.is_true(fact):
-                pairs.append((fact, z3.BoolVal(True)))
+        key = tuple(h.get_id() for h in hypotheses)
+        pairs = self._known_memo.get(key)
+        if pairs is None:
+            pairs = self._known_memo[key] = [
+                (fact.arg(0), z3.BoolVal(False)) if z3.is_not(fact) else (fact, z3.BoolVal(True))
+                for fact in self._facts(hypotheses)
+                if not z3.is_true(fact)
+            ]
         return simplify(z3.substitute(cond, *pairs)) if pairs else cond
 
     def _reduced(self, hypotheses: Sequence[z3.BoolRef], cond: z3.BoolRef) -> z3.BoolRef:

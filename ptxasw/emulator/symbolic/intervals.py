@@ -19,7 +19,7 @@ import z3
 
 from ptxasw.emulator.symbolic import raw
 
-__all__ = ["SPECIAL_BOUNDS", "decide", "interval", "normalize_extensions"]
+__all__ = ["SPECIAL_BOUNDS", "decide", "extension", "interval", "normalize_extensions"]
 
 # Inclusive upper bounds of special registers (their ISA ranges) and of the
 # executor's iteration counters.
@@ -222,15 +222,14 @@ def normalize_extensions(e: z3.ExprRef, memo: dict[int, tuple[int, int]] | None 
     def rewrite(t: z3.ExprRef) -> z3.ExprRef:
         if not z3.is_app(t) or t.num_args() == 0:
             return t
-        kind = t.decl().kind()
-        if kind == z3.Z3_OP_CONCAT and t.num_args() == 2 and _is_zero(t.arg(0)):
-            kind = z3.Z3_OP_ZERO_EXT  # how the rewriter writes a zero extension
-        if kind in (z3.Z3_OP_SIGN_EXT, z3.Z3_OP_ZERO_EXT):
-            inner = t.children()[-1]
+        extended = extension(t)
+        if extended is not None:
+            inner, signed = extended
             added = t.size() - inner.size()
-            if kind == z3.Z3_OP_SIGN_EXT and interval(inner, memo)[1] >= 1 << (inner.size() - 1):
+            if signed and interval(inner, memo)[1] >= 1 << (inner.size() - 1):
                 return z3.SignExt(added, walk(inner))
             return widen(walk(inner), added)
+        kind = t.decl().kind()
         if not z3.is_bv(t) or kind not in (z3.Z3_OP_BADD, z3.Z3_OP_BMUL):
             return t
         args = [walk(a) for a in t.children()]
@@ -254,6 +253,19 @@ def normalize_extensions(e: z3.ExprRef, memo: dict[int, tuple[int, int]] | None 
         return z3.ZeroExt(added, t)
 
     return walk(e)
+
+
+def extension(e: z3.ExprRef) -> tuple[z3.ExprRef, bool] | None:
+    """The operand of ``e`` where ``e`` extends it, and whether by its sign;
+    Z3's rewriter writes a zero extension as a concatenation under zeros."""
+    if not z3.is_app(e):
+        return None
+    kind = e.decl().kind()
+    if kind in (z3.Z3_OP_SIGN_EXT, z3.Z3_OP_ZERO_EXT) and e.num_args() == 1:
+        return e.arg(0), kind == z3.Z3_OP_SIGN_EXT
+    if kind == z3.Z3_OP_CONCAT and e.num_args() == 2 and _is_zero(e.arg(0)):
+        return e.arg(1), False
+    return None
 
 
 def _is_zero(e: z3.ExprRef) -> bool:
