@@ -348,3 +348,22 @@ def test_the_cost_model_keeps_the_halos_of_l1_bound_boxes(nvcc_halos: str) -> No
     assert len(box.chosen) == 20
     assert not plans["box2f_r2"].chosen
     assert any("2 L1 wavefronts" in (v.reason or "") for v in plans["box2f_r2"].verdicts)
+
+
+def test_the_cost_model_leaves_halos_read_under_a_test_of_the_data(nvcc_halos: str) -> None:
+    """``gbox4_half`` reads its halo only where the row's first element is
+    positive (`benchmarks/vector_halo.py`'s gated boxes): every halo load is
+    proven, but the shuffle would run on every path, and how often the loads
+    did is the input's; the model refuses them and says why, while the
+    bounds-checked box (``mbox4_r2``: the branches test positions) keeps all."""
+    module = parse_ptx(nvcc_halos, "halo.ptx")
+    synthesis = ShuffleSynthesisPass(
+        Options(profit="model", arch="sm_90"), kernels={"gbox4_half", "mbox4_r2"}
+    )
+    synthesis.run(module)
+    plans = {p.kernel: p for p in synthesis.plans}
+    assert len(plans["mbox4_r2"].chosen) == 20
+    gated = plans["gbox4_half"]
+    refused = [v for v in gated.verdicts if "loaded data" in (v.reason or "")]
+    assert not gated.chosen and len(refused) == 20
+    assert all("the branch at line" in (v.reason or "") for v in refused)

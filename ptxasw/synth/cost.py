@@ -18,6 +18,12 @@ kernel is bound by L1 the shuffle saves them (vectorised box stencils gain
 up to 1.6 on an H100, exactly). The drop-in looks for those only in kernels
 whose instruction counts allow it (`strided_halo_may_pay`, `worth_a_look`).
 
+A load that runs only where a test of loaded data holds (a limiter's
+``if (v > t)``: `ptxasw.analysis.gating`) keeps its load whatever its
+figures: its shuffle runs on every path, and how often the load ran is the
+input's (a box that gains 1.12-1.19 where half or all of its threads read
+the halo loses 8 % where few do).
+
 The model decides per load; 64-bit values need two shuffles. Targets
 without a calibration take the nearest calibrated one at or below them
 (CUDA 13's oldest target, sm_75, takes sm_90's numbers: no measurement says

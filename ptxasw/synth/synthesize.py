@@ -23,7 +23,9 @@ import time
 from typing import Any
 
 from ptxasw import ir
+from ptxasw.analysis.cfg import build_cfg
 from ptxasw.analysis.contraction import calls_into_sums, feeding_registers, open_sums
+from ptxasw.analysis.gating import DataGates
 from ptxasw.analysis.inline import call_site
 from ptxasw.driver.deadline import Deadline
 from ptxasw.driver.pipeline import FunctionPass, PassResult
@@ -133,12 +135,23 @@ def rewrite_kernel(
     return len(sites)
 
 
-def _keep_paying(plan: KernelPlan, options: Options) -> None:
-    """Block the proven shuffles the cost model says do not pay (reuses always do)."""
+def _keep_paying(plan: KernelPlan, options: Options, fn: ir.Function) -> None:
+    """Block the proven shuffles the cost model says do not pay (reuses always
+    do), and those of loads that run only where loaded data says so: the
+    shuffle runs on every path, and how often the load did is the input's
+    (`ptxasw.analysis.gating`; ``ptxasw tune`` measures such a kernel)."""
     costs = costs_for(options.arch)
+    gates: DataGates | None = None
     for v in plan.chosen:
         if v.delta == 0:
             continue
+        if v.in_kernel and v.source is not None:
+            gates = gates or DataGates(fn, build_cfg(fn))
+            gate = gates.gate(v.source, v.load)
+            if gate is not None:
+                test = "its guard" if gate is v.load else f"the branch at line {gate.loc.line}"
+                v.block(f"runs only where loaded data says so ({test}): its shuffle would run on every path")
+                continue
         bits = 64 if (isa.type_bits(isa.instruction_type(v.load) or "") or 32) > 32 else 32
         pays, figures = shuffle_pays(costs, bits, options.mode, len(v.elements), v.wavefronts, plan.traffic)
         if not pays:
@@ -268,7 +281,7 @@ class ShuffleSynthesisPass(FunctionPass):
         plan = plan_kernel(self._module, fn, options)
         applied = measured is not None and tuned.apply_verdict(measured, self._module, fn, plan)
         if model and not applied:
-            _keep_paying(plan, self.options)
+            _keep_paying(plan, self.options, fn)
         self.plans.append(plan)
         shuffles = rewrite_kernel(builder, plan, self.options.mode) if self.apply else len(plan.chosen)
         # The record says why: "tuned" (and "tuned_shuffle"/"tuned_original": a verdict
