@@ -9,7 +9,7 @@ limiter that looks at its neighbours only where the value is large), how
 often it is taken is a property of the input, and a shuffle that runs on
 every path may cost more than the loads it replaces ever did: on an H100 a
 float4 box whose halo is read by 0.13 % of threads ran at 0.92 of nvcc's
-code with its halo shuffled, while the same box gains 1.12-1.19 where half
+code with its halo shuffled, while the same box gains 1.11-1.19 where half
 or all of them read it (`benchmarks/vector_halo.py`, ``--sets gated``).
 
 `DataGates` finds those: a load is *gated by data* when it runs under a

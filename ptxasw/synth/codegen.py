@@ -54,10 +54,10 @@ the shuffle above it, 1.03-1.27 with the fallback load above it as well.
 The price: the shuffle also runs on the paths that skip the load, which
 costs where the branch is rarely taken; the branches of bounds checks are
 taken by all but the edge lanes. A float4 box whose halo is read under a
-test of the data (``--sets gated``, H100, L2 / DRAM) gains 1.16 / 1.19
+test of the data (``--sets gated``, H100, L2 / DRAM) gains 1.14 / 1.19
 with the shuffles above the branch where every thread reads it (1.05 /
-1.22 in it), 1.12 / 1.13 where half do (0.90 / 1.04 in it), and loses
-where 0.13 % do: 0.92 / 1.00 (0.89 / 1.00 in it). The cost model leaves
+1.21 in it), 1.11 / 1.13 where half do (0.90 / 1.04 in it), and loses
+where 0.13 % do: 0.92 / 1.00 (0.89 / 0.99 in it). The cost model leaves
 such loads to ``ptxasw tune`` (`ptxasw.analysis.gating`).
 
 A vector load (``ld.global.v2``) takes each register from the source's

@@ -21,7 +21,7 @@ whose instruction counts allow it (`strided_halo_may_pay`, `worth_a_look`).
 A load that runs only where a test of loaded data holds (a limiter's
 ``if (v > t)``: `ptxasw.analysis.gating`) keeps its load whatever its
 figures: its shuffle runs on every path, and how often the load ran is the
-input's (a box that gains 1.12-1.19 where half or all of its threads read
+input's (a box that gains 1.11-1.19 where half or all of its threads read
 the halo loses 8 % where few do).
 
 The model decides per load; 64-bit values need two shuffles. Targets
