@@ -355,7 +355,8 @@ def test_the_cost_model_leaves_halos_read_under_a_test_of_the_data(nvcc_halos: s
     positive (`benchmarks/vector_halo.py`'s gated boxes): every halo load is
     proven, but the shuffle would run on every path, and how often the loads
     did is the input's; the model refuses them and says why, while the
-    bounds-checked box (``mbox4_r2``: the branches test positions) keeps all."""
+    bounds-checked box (``mbox4_r2``: the branches test positions) keeps all.
+    The model chooses before the proof: no refused site costs one."""
     module = parse_ptx(nvcc_halos, "halo.ptx")
     synthesis = ShuffleSynthesisPass(
         Options(profit="model", arch="sm_90"), kernels={"gbox4_half", "mbox4_r2"}
@@ -367,3 +368,4 @@ def test_the_cost_model_leaves_halos_read_under_a_test_of_the_data(nvcc_halos: s
     refused = [v for v in gated.verdicts if "loaded data" in (v.reason or "")]
     assert not gated.chosen and len(refused) == 20
     assert all("the branch at line" in (v.reason or "") for v in refused)
+    assert all(v.proof != PROVED for v in refused)

@@ -20,6 +20,8 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from ptxasw import ir
@@ -46,13 +48,22 @@ __all__ = ["ShuffleSynthesisPass", "plan_kernel", "rewrite_kernel"]
 _ROUNDS = 3
 
 
-def plan_kernel(module: ir.Module, fn: ir.Function, options: Options | None = None) -> KernelPlan:
+def plan_kernel(
+    module: ir.Module,
+    fn: ir.Function,
+    options: Options | None = None,
+    choose: Callable[[KernelPlan], None] | None = None,
+) -> KernelPlan:
     """Detect and prove: the plan's rewritten verdicts are the proven ones
-    (the module is not changed)."""
+    (the module is not changed). ``choose`` blocks, between the two, the
+    detected sites that are not wanted (the cost model's): they cost no
+    proof, and what is proven is the set that is emitted."""
     options = options or Options()
     start = time.perf_counter()
     clear_memos()
     plan = detect_kernel(module, fn, options)
+    if choose is not None:
+        choose(plan)
     budget = Budget(time_s=options.time_s, max_paths=options.max_paths)
     for _ in range(_ROUNDS):
         chosen = plan.chosen
@@ -278,9 +289,12 @@ class ShuffleSynthesisPass(FunctionPass):
         # path, the rewrite) and the pinned text's proof: give each a share.
         time_s = self.options.time_s if math.isinf(left) else max(0.05, min(self.options.time_s, left / 4))
         options = dataclasses.replace(self.options, time_s=time_s)
-        plan = plan_kernel(self._module, fn, options)
+        # A measured verdict is of every proven shuffle: those are proven
+        # first; else the model chooses before the proof.
+        choose = partial(_keep_paying, options=self.options, fn=fn) if model and measured is None else None
+        plan = plan_kernel(self._module, fn, options, choose)
         applied = measured is not None and tuned.apply_verdict(measured, self._module, fn, plan)
-        if model and not applied:
+        if model and measured is not None and not applied:
             _keep_paying(plan, self.options, fn)
         self.plans.append(plan)
         shuffles = rewrite_kernel(builder, plan, self.options.mode) if self.apply else len(plan.chosen)
