@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from ptxasw.analysis.inline import call_site
 from ptxasw.ir import isa
-from ptxasw.ir.nodes import Address, Alias, Function, Instruction, Module, Register, Symbol
+from ptxasw.ir.nodes import Address, Function, Instruction, Module, Register, Symbol
 
 __all__ = [
     "OpenSum",
@@ -182,8 +182,9 @@ def calls_into_sums(module: Module, fn: Function) -> list[tuple[Instruction, lis
     `feeding_registers`. A function declared without a body (another
     compilation unit, ``-rdc``) is compiled apart from the kernel and
     reaches none."""
-    bodies = {f.name: f for f in module.functions if f.body is not None and not f.is_kernel}
-    aliases = {item.alias: item.target for item in module.items if isinstance(item, Alias)}
+    index = module.index()
+    bodies = {name: f for name, f in index.definitions.items() if not f.is_kernel}
+    aliases = index.aliases
     reaches: dict[str, bool] = {}
 
     def reaching(name: str, stack: tuple[str, ...] = ()) -> bool:

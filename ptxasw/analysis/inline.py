@@ -121,9 +121,8 @@ def inline_calls(module: ir.Module, fn: ir.Function, max_depth: int = DEFAULT_MA
     """``fn`` with every direct call to a function defined in ``module``
     replaced by the callee's body, nested calls too, up to ``max_depth``
     levels."""
-    bodies = {f.name: f for f in module.functions if f.body is not None}
-    aliases = {item.alias: item.target for item in module.items if isinstance(item, ir.Alias)}
-    inliner = _Inliner(bodies, aliases, max_depth, _taken_names(fn))
+    index = module.index()
+    inliner = _Inliner(index.definitions, index.aliases, max_depth, _taken_names(fn))
     if fn.body is None:
         return Inlined(fn)
     body = inliner.statements(fn.body.body, _Scope.identity(), depth=0, stack=(fn.name,))

@@ -248,11 +248,7 @@ class _Scope:
         self.types: dict[str, str | None] = {}
         self.reserved: set[str] = set()  # fresh labels handed out, maybe not inserted yet
         if module is not None:
-            for item in module.items:
-                if isinstance(item, VarDecl):
-                    self.names.update(n.name for n in item.names)
-                elif isinstance(item, Function):
-                    self.names.add(item.name)
+            self.names.update(module.index().names)
         self.names.add(fn.name)
         for p in [*fn.params, *(fn.returns or [])]:
             self.names.add(p.name)

@@ -487,26 +487,70 @@ TopLevel = (
 )
 
 
+@dataclass(frozen=True, slots=True)
+class ModuleIndex:
+    """What a module's top level holds, by kind and name: taken once per
+    module (`Module.index`), since every kernel's analysis asks and a
+    generated file holds 12,000 of them."""
+
+    items: list[TopLevel]  # the list indexed (see `Module.index`)
+    length: int
+    functions: tuple[Function, ...]
+    by_name: dict[str, Function]  # the first function of each name (a declaration may come first)
+    definitions: dict[str, Function]  # functions with a body, by name
+    aliases: dict[str, str]  # ``.alias`` name -> target
+    variables: tuple[VarDecl, ...]  # the module-level declarations
+    names: frozenset[str]  # every name declared at the top level: variables and functions
+    files: dict[int, str]  # ``.file`` index -> path
+
+    @staticmethod
+    def of(items: list[TopLevel]) -> ModuleIndex:
+        functions = tuple(item for item in items if isinstance(item, Function))
+        by_name: dict[str, Function] = {}
+        for fn in functions:
+            by_name.setdefault(fn.name, fn)
+        variables = tuple(item for item in items if isinstance(item, VarDecl))
+        names = {fn.name for fn in functions} | {n.name for decl in variables for n in decl.names}
+        return ModuleIndex(
+            items=items,
+            length=len(items),
+            functions=functions,
+            by_name=by_name,
+            definitions={fn.name: fn for fn in functions if fn.body is not None},
+            aliases={item.alias: item.target for item in items if isinstance(item, Alias)},
+            variables=variables,
+            names=frozenset(names),
+            files={item.index: item.path for item in items if isinstance(item, FileDirective)},
+        )
+
+
 @dataclass(slots=True)
 class Module:
     """A whole PTX file: the top-level statements in source order."""
 
     items: list[TopLevel]
     path: str = field(default="<string>", compare=False)
+    _index: ModuleIndex | None = field(default=None, init=False, repr=False, compare=False)
+
+    def index(self) -> ModuleIndex:
+        """The top level by kind and name, taken again when ``items`` is
+        another list or another length (the passes replace the list; none
+        swaps an item inside it)."""
+        index = self._index
+        if index is None or index.items is not self.items or index.length != len(self.items):
+            index = self._index = ModuleIndex.of(self.items)
+        return index
 
     @property
     def functions(self) -> list[Function]:
-        return [item for item in self.items if isinstance(item, Function)]
+        return list(self.index().functions)
 
     def function(self, name: str) -> Function:
-        for fn in self.functions:
-            if fn.name == name:
-                return fn
-        raise KeyError(name)
+        return self.index().by_name[name]
 
     @property
     def kernels(self) -> list[Function]:
-        return [fn for fn in self.functions if fn.is_kernel and fn.body is not None]
+        return [fn for fn in self.index().functions if fn.is_kernel and fn.body is not None]
 
     @property
     def version(self) -> tuple[int, int] | None:

@@ -1274,11 +1274,7 @@ class SymbolicExecutor:
 
     def _source_positions(self) -> dict[int, str]:
         """Instruction identity -> ``file:line`` of the ``.loc`` before it."""
-        files = {
-            item.index: os.path.basename(item.path)
-            for item in self.module.items
-            if isinstance(item, ir.FileDirective)
-        }
+        files = {index: os.path.basename(path) for index, path in self.module.index().files.items()}
         out: dict[int, str] = {}
         current: str | None = None
         for stmt in self.cfg.statements:
@@ -1461,7 +1457,7 @@ class SymbolicExecutor:
         (``.param.u64 %P<2>``) is matched by prefix, not expanded."""
         if self._spaces is None:
             fn = self.cfg.function  # with its callees' variables
-            decls = [i for i in self.module.items if isinstance(i, ir.VarDecl)]
+            decls = list(self.module.index().variables)
             stack = [fn.body.body] if fn.body is not None else []
             while stack:
                 for stmt in stack.pop():
