@@ -140,14 +140,14 @@ def test_the_proof_refuses_a_vector_taken_in_the_wrong_order() -> None:
 
 def test_the_report_names_the_source_registers() -> None:
     from ptxasw.synth.html import element_note
-    from ptxasw.synth.report import kernel_entry
+    from ptxasw.synth.report import kernel_entry, source_positions
 
     text = FIXTURE.read_text()
     module = parse_ptx(text, "vector_loads.ptx")
     synthesis = ShuffleSynthesisPass(Options(), apply=False)
     synthesis.run(module)
     plan = next(p for p in synthesis.plans if p.kernel == "pairs")
-    details = kernel_entry(str(FIXTURE), plan, module, text)["loads_detail"]
+    details = kernel_entry(str(FIXTURE), plan, text.splitlines(), source_positions(module))["loads_detail"]
     assert [d["source_elements"] for d in details] == [None, [0, 1], [1], [1], [0, 1]]
     assert [element_note(d) for d in details] == [
         "",

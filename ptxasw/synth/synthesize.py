@@ -147,10 +147,11 @@ def rewrite_kernel(
 
 
 def _keep_paying(plan: KernelPlan, options: Options, fn: ir.Function) -> None:
-    """Block the proven shuffles the cost model says do not pay (reuses always
-    do), and those of loads that run only where loaded data says so: the
-    shuffle runs on every path, and how often the load did is the input's
-    (`ptxasw.analysis.gating`; ``ptxasw tune`` measures such a kernel)."""
+    """Block the shuffles (as detected, or as proven) that the cost model
+    says do not pay (reuses always do), and those of loads that run only
+    where loaded data says so: the shuffle runs on every path, and how often
+    the load did is the input's (`ptxasw.analysis.gating`; ``ptxasw tune``
+    measures such a kernel)."""
     costs = costs_for(options.arch)
     gates: DataGates | None = None
     for v in plan.chosen:
