@@ -946,3 +946,46 @@ def test_random_edits_round_trip_through_the_printer(
     round_trips(module)
     b.rollback()
     assert module == parse_ptx(text, name) and [id(i) for i in fn.instructions()] == before
+
+
+def test_the_module_index_follows_the_items_it_was_taken_of() -> None:
+    """`ir.Module.index`: names, definitions, aliases and ``.file`` paths
+    taken once, and again when the module's list of items is another list
+    or another length (a copy made with `dataclasses.replace`, a pass that
+    builds a new list)."""
+    import dataclasses
+
+    from ptxasw.ir.builder import copy_function
+    from ptxasw.parser import parse_ptx
+
+    text = """.version 8.0
+.target sm_80
+.address_size 64
+.file 1 "k.cu"
+.global .u32 counter;
+.func helper;
+.func helper
+{
+    ret;
+}
+.alias other, helper;
+.visible .entry k()
+{
+    call helper;
+    ret;
+}
+"""
+    module = parse_ptx(text, "index.ptx")
+    index = module.index()
+    assert module.index() is index
+    assert {"counter", "helper", "k"} <= index.names
+    assert module.function("helper").body is None  # the first of the name: the declaration
+    assert index.definitions["helper"].body is not None
+    assert index.aliases == {"other": "helper"} and index.files == {1: "k.cu"}
+    assert [fn.name for fn in module.kernels] == ["k"]
+    twin, copy, _ = copy_function(module, module.function("k"))
+    assert copy.function("k") is twin and module.function("k") is not twin
+    fewer = dataclasses.replace(module, items=[i for i in module.items if not isinstance(i, ir.Alias)])
+    assert fewer.index().aliases == {} and module.index().aliases == {"other": "helper"}
+    module.items.append(ir.Alias("again", "helper"))
+    assert module.index() is not index and module.index().aliases["again"] == "helper"
