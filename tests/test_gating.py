@@ -178,3 +178,42 @@ def test_parameters_and_positions_are_not_data() -> None:
     loaded = loaded_registers(module.function("k"))
     assert {"%r2", "%r5", "%r9", "%r10"} <= loaded
     assert not {"%r1", "%r6", "%rd1", "%rd3", "%rd4"} & loaded
+
+
+def test_a_calls_result_is_data_and_a_parameter_named_as_gcc_names_it_is_not() -> None:
+    """The ``ld.param`` of a call's return value reads what the callee
+    computed (data, as far as anyone here knows); GCC names a kernel's
+    parameters as registers (``[%in_ar0]``), and they are bounds all the same."""
+    text = (
+        HEADER
+        + """
+.func (.param .b32 out) f(.param .b32 in)
+{
+    .reg .b32 %r<2>;
+    ld.param.b32 %r1, [in];
+    st.param.b32 [out], %r1;
+    ret;
+}
+
+.visible .entry g(.param .u32 %in_ar0)
+{
+    .reg .pred %p<3>;
+    .reg .b32 %r<8>;
+    ld.param.u32 %r1, [%in_ar0];
+    mov.u32 %r2, %tid.x;
+    setp.lt.u32 %p1, %r2, %r1;
+    {
+    .param .b32 param0;
+    .param .b32 retval0;
+    st.param.b32 [param0], %r2;
+    call (retval0), f, (param0);
+    ld.param.b32 %r3, [retval0];
+    }
+    setp.gt.s32 %p2, %r3, 0;
+    ret;
+}
+"""
+    )
+    loaded = loaded_registers(parse_ptx(text, "gating.ptx").function("g"))
+    assert "%r3" in loaded and "%p2" in loaded
+    assert not {"%r1", "%r2", "%p1"} & loaded

@@ -29,29 +29,35 @@ from ptxasw.ir import isa
 
 __all__ = ["DataGates", "loaded_registers"]
 
-# Kernel parameters are the launch's inputs, the same for every thread: a
-# bound, not data.
-_NOT_DATA_SPACES = frozenset({".param"})
 # Collectives whose results depend on other lanes' values; ``activemask``
 # depends only on which lanes run.
 _LANE_VALUES = frozenset({"shfl", "vote", "match", "redux"})
 
 
-def _reads_data(inst: ir.Instruction) -> bool:
-    """Whether ``inst``'s results may be a value read from memory or another lane."""
+def _reads_data(inst: ir.Instruction, params: frozenset[str]) -> bool:
+    """Whether ``inst``'s results may be a value read from memory or another
+    lane. A read of one of ``params``, the function's own parameters (a
+    kernel's are the launch's inputs, the same for every thread: bounds), is
+    not; a call's results and the ``ld.param`` of its return value are."""
     if isa.is_call(inst) or inst.opcode in _LANE_VALUES:
         return True
     effect = isa.memory_effect(inst)
     if not effect & (isa.MemoryEffect.READ | isa.MemoryEffect.ATOMIC):
         return False
-    return isa.state_space(inst) not in _NOT_DATA_SPACES
+    if isa.state_space(inst) != ".param":
+        return True
+    address = next((op for op in inst.operands if isinstance(op, ir.Address)), None)
+    base = address.base if address is not None else None
+    # nvcc and clang name a parameter as a symbol, GCC as a register (``[%in_ar0]``).
+    return not (isinstance(base, ir.Symbol | ir.Register) and base.name in params)
 
 
 def loaded_registers(fn: ir.Function) -> frozenset[str]:
     """The names of ``fn``'s registers that may hold data: written by a read
-    of memory (but a parameter's), an atomic, a call or a collective over
-    lanes' values, or computed from such a register. By name across the
-    whole function, to a fixed point (loops carry values backwards)."""
+    of memory (but of its own parameters), an atomic, a call or a collective
+    over lanes' values, or computed from such a register. By name across
+    the whole function, to a fixed point (loops carry values backwards)."""
+    params = frozenset(p.name for p in fn.params)
     loaded: set[str] = set()
     instructions = list(fn.instructions())
     changed = True
@@ -61,7 +67,7 @@ def loaded_registers(fn: ir.Function) -> frozenset[str]:
             written = [r.name for r in isa.defs(inst) if r.name not in loaded]
             if not written:
                 continue
-            if _reads_data(inst) or any(r.name in loaded for r in isa.uses(inst)):
+            if _reads_data(inst, params) or any(r.name in loaded for r in isa.uses(inst)):
                 loaded.update(written)
                 changed = True
     return frozenset(loaded)
