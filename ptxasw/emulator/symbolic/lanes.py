@@ -208,17 +208,32 @@ class LaneModel:
             return lambda src: value  # the same in every lane
 
         def move(src: BV) -> BV:
-            moved = _simplify(z3.substitute(value, *self.thread_in_lane(src)))
+            # A moved copy holds what ``value`` and ``src`` hold (and thread
+            # ids): its kind is told, not walked. A warp reduction shuffles
+            # the sum of such copies again at each level, and walking them
+            # made most of its analysis (`_told`).
+            copies = kind | self._classify(src) | _PER_LANE
+            moved = self._told(_simplify(z3.substitute(value, *self.thread_in_lane(src))), copies)
             if self.rows_whole:
                 return moved
             # Past the end of a partial warp there is no thread: the lane keeps
             # its own value. A thread of the same row is the common case, and
             # the one a solver can reason about without dividing: give it apart.
-            same_row = _simplify(z3.substitute(value, *self.thread_in_row(src)))
+            same_row = self._told(_simplify(z3.substitute(value, *self.thread_in_row(src))), copies)
             other = _simplify(z3.If(self.exists(src), moved, value))
             return _simplify(z3.If(self.in_row(src), same_row, other))
 
         return move
+
+    def _told(self, term: BV, kind: int) -> BV:
+        """``term`` with its `_classify` kind recorded as ``kind`` unless
+        already known: an over-approximation (a kind bit too many makes a
+        later move substitute where it need not, never the other way)."""
+        key = raw.ast_id(term.ctx.ref(), term.as_ast())
+        if key not in self._kinds:
+            self._kinds[key] = kind
+            self._roots.append(term)
+        return term
 
     def _opaque(self, name: str, value: BV, arg: BV) -> BV:
         """``name<w>(value, arg)``: an uninterpreted function, so equal inputs
