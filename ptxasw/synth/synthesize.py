@@ -297,8 +297,11 @@ class ShuffleSynthesisPass(FunctionPass):
         applied = measured is not None and tuned.apply_verdict(measured, self._module, fn, plan)
         if model and measured is not None and not applied:
             _keep_paying(plan, self.options, fn)
-        self.plans.append(plan)
         shuffles = rewrite_kernel(builder, plan, self.options.mode) if self.apply else len(plan.chosen)
+        # The plan stays for the file's report, its traces need not: a
+        # kernel's Z3 terms ran to tens of megabytes, and a file's thousands.
+        plan.analysis = dataclasses.replace(plan.analysis, flows=[], assumptions=[])
+        self.plans.append(plan)
         # The record says why: "tuned" (and "tuned_shuffle"/"tuned_original": a verdict
         # applied) or "tune_stale" (a verdict measured another rewrite: the model decided).
         tuning: dict[str, Any] = {}
