@@ -547,3 +547,20 @@ def test_instruction_semantics_agree_between_domains() -> None:
             checked += n
     assert not failures, "\n".join(sorted(set(failures))[:40])
     assert checked > 600
+
+
+def test_an_extract_inside_an_extension_is_found_under_other_terms() -> None:
+    """`simplify_extract`'s search (through Z3's C API): an extract whose
+    slice lies inside an extended value is found however deep; one reaching
+    into the extension bits, or of no extension, is not, and a search that
+    finds none records what it walked as clean."""
+    from ptxasw.emulator.symbolic.domain import _has_extract_of_ext
+
+    x, y = z3.BitVec("x", 8), z3.BitVec("y", 32)
+    inside = z3.Extract(7, 0, z3.SignExt(24, x))
+    beyond = z3.Extract(15, 0, z3.ZeroExt(24, x))
+    assert _has_extract_of_ext(z3.Concat(y, z3.ZeroExt(24, inside) + y), {})
+    clean: dict[int, z3.ExprRef] = {}
+    assert not _has_extract_of_ext(z3.Concat(beyond, z3.Extract(3, 0, y + y)), clean)
+    assert len(clean) >= 5
+    assert not _has_extract_of_ext(z3.Concat(beyond, z3.Extract(3, 0, y + y)), clean)

@@ -118,8 +118,8 @@ def simplify_extract(e: z3.ExprRef, clean: dict[int, z3.ExprRef] | None = None) 
     sign extensions; truncating a widened index is how ``cvt.u32.u64`` of an
     address looks). Extracts arise only here, so only here is it looked for.
 
-    ``clean``: subterms already known to hold no such extract (by id, kept
-    alive), shared between calls: a kernel's terms share most of their
+    ``clean``: subterms already known to hold no such extract (by AST
+    address, with a term that keeps them alive), shared between calls: a kernel's terms share most of their
     structure, and each truncation would otherwise walk all of it again."""
     out = simplify(e)
     if not _has_extract_of_ext(out, {} if clean is None else clean):
@@ -145,19 +145,38 @@ def simplify_extract(e: z3.ExprRef, clean: dict[int, z3.ExprRef] | None = None) 
 
 
 def _has_extract_of_ext(e: z3.ExprRef, clean: dict[int, z3.ExprRef]) -> bool:
-    seen: dict[int, z3.ExprRef] = {}
-    stack = [e]
+    """Whether a subterm of ``e`` is an extract that `_extract_of_ext`
+    folds. Walked through Z3's C API by AST address (`raw.by_address`:
+    z3py's wrappers cost most of a many-kernel file's analysis here); a walk
+    that finds none records its subterms in ``clean``, with ``e``, which
+    keeps their addresses alive."""
+    c = raw.by_address
+    ctx, root = e.ctx_ref().value, e.as_ast().value
+    seen: set[int] = set()
+    stack = [root]
     while stack:
-        node = stack.pop()
-        key = node.get_id()
-        if key in seen or key in clean or not z3.is_app(node):
+        ast = stack.pop()
+        if ast in seen or ast in clean or c.ast_kind(ctx, ast) != z3.Z3_APP_AST:
             continue
-        seen[key] = node
-        if z3.is_app_of(node, z3.Z3_OP_EXTRACT) and _extract_of_ext(node) is not node:
+        seen.add(ast)
+        if c.decl_kind(ctx, c.app_decl(ctx, ast)) == z3.Z3_OP_EXTRACT and _folds(ctx, ast):
             return True
-        stack.extend(node.children())
-    clean.update(seen)  # the whole walk found none that folds: none of these hold one
+        stack.extend(c.app_arg(ctx, ast, i) for i in range(c.num_args(ctx, ast)))
+    clean.update(dict.fromkeys(seen, e))  # the whole walk found none that folds: none of these hold one
     return False
+
+
+def _folds(ctx: int, extract: int) -> bool:
+    """`_extract_of_ext`'s test on raw ASTs: ``Extract(hi, lo, ext(x))`` with the slice inside ``x``."""
+    c = raw.by_address
+    inner = c.app_arg(ctx, extract, 0)
+    if c.ast_kind(ctx, inner) != z3.Z3_APP_AST:
+        return False
+    if c.decl_kind(ctx, c.app_decl(ctx, inner)) not in (z3.Z3_OP_SIGN_EXT, z3.Z3_OP_ZERO_EXT):
+        return False
+    x = c.app_arg(ctx, inner, 0)
+    hi = c.int_param(ctx, c.app_decl(ctx, extract), 0)
+    return bool(hi < c.bv_size(ctx, c.sort(ctx, x)))
 
 
 def _rebuild(node: z3.ExprRef, kids: list[z3.ExprRef]) -> z3.ExprRef:
