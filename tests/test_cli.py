@@ -107,3 +107,24 @@ def test_check_warns_about_operand_counts(tmp_path: Path) -> None:
         f"ptxasw: warning: {ptx}:6:2: 'add' takes 3 operands, not 2",
         f"ptxasw: warning: {ptx}:7:2: 'ret' takes 0 operands, not 1",
     ]
+
+
+def test_analyze_tells_a_progress_display_each_kernel_it_begins(capsys: pytest.CaptureFixture[str]) -> None:
+    """The synthesis tells ``on_kernel`` each kernel as its analysis begins
+    (`ptxasw analyze` feeds a progress bar on a terminal); the bar itself
+    takes the names and leaves no output behind (it is transient), and
+    without a terminal it is not drawn at all."""
+    from ptxasw.cli.common import progress_bar
+    from ptxasw.synth.synthesize import ShuffleSynthesisPass
+
+    module = parse_ptx(EXAMPLE.read_text(), str(EXAMPLE))
+    begun: list[str] = []
+    ShuffleSynthesisPass(apply=False, on_kernel=begun.append).run(module)
+    assert begun == [fn.name for fn in module.kernels] and begun
+    for enabled in (True, False):
+        with progress_bar("analyze", len(begun), enabled=enabled) as show:
+            for name in begun:
+                show(name)
+    assert capsys.readouterr().out == ""
+    result = CliRunner().invoke(main, ["analyze", str(EXAMPLE)])
+    assert result.exit_code == 0 and "analyze" not in result.stderr

@@ -18,7 +18,14 @@ from typing import Any
 
 import click
 
-from ptxasw.cli.common import check_kernels, fail, synthesis_assembler, synthesis_options, write_text
+from ptxasw.cli.common import (
+    check_kernels,
+    fail,
+    progress_bar,
+    synthesis_assembler,
+    synthesis_options,
+    write_text,
+)
 from ptxasw.errors import PtxError
 from ptxasw.parser import parse_ptx, read_text
 
@@ -53,13 +60,16 @@ def analyze_command(
         check_kernels(sorted({fn.name for _, m, _ in parsed for fn in m.kernels}), kernels)
     except PtxError as exc:
         fail(exc)
-    for path, module, text in parsed:
-        assemble = synthesis_assembler(module, rounding)
-        here = dataclasses.replace(options, rounding=rounding, assemble=assemble)
-        synthesis = ShuffleSynthesisPass(here, set(kernels) or None, apply=False)
-        synthesis.run(module)
-        modules[path] = (module, text)
-        plans.extend((path, plan) for plan in synthesis.plans)
+    wanted = set(kernels) or None
+    total = sum(1 for _, m, _ in parsed for fn in m.kernels if wanted is None or fn.name in wanted)
+    with progress_bar("analyze", total, enabled=sys.stderr.isatty()) as show:
+        for path, module, text in parsed:
+            assemble = synthesis_assembler(module, rounding)
+            here = dataclasses.replace(options, rounding=rounding, assemble=assemble)
+            synthesis = ShuffleSynthesisPass(here, wanted, apply=False, on_kernel=show)
+            synthesis.run(module)
+            modules[path] = (module, text)
+            plans.extend((path, plan) for plan in synthesis.plans)
     data = report(plans, modules, options)
     try:
         if html_path:

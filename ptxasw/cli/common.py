@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -109,3 +110,38 @@ def synthesis_assembler(module: Any, rounding: str) -> Any:
     except WrapperError:
         return None
     return assembler([str(real), f"-arch={arch}"]) if arch else None
+
+
+@contextlib.contextmanager
+def progress_bar(label: str, total: int, enabled: bool) -> Iterator[Callable[[str], None]]:
+    """A rich progress bar on stderr (only on a terminal), ``label`` first;
+    yields "now analysing NAME" (`ptxasw trace`, `ptxasw analyze`: a
+    generated file of 12,000 kernels takes minutes)."""
+    if not enabled or total == 0:
+        yield lambda name: None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    progress = Progress(
+        TextColumn(label),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.description}"),
+        console=Console(file=sys.stderr),
+        transient=True,
+        # Results printed to the same terminal go above the bar; to a pipe or file, untouched.
+        redirect_stdout=sys.stdout.isatty(),
+        redirect_stderr=False,
+    )
+    task = progress.add_task("", total=total)
+    started = 0
+
+    def show(name: str) -> None:
+        nonlocal started
+        progress.update(task, completed=started, description=name[:60])
+        started += 1
+
+    with progress:
+        yield show

@@ -35,12 +35,12 @@ import contextlib
 import json
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from ptxasw.cli.common import check_kernels
+from ptxasw.cli.common import check_kernels, progress_bar
 from ptxasw.errors import PtxError, UnsupportedInstruction
 from ptxasw.parser import read_kernels
 
@@ -151,7 +151,7 @@ def trace_command(
         out = _TextOutput(source, keep, shared)
     debug = bool(os.environ.get("PTXASW_DEBUG"))
     skipped = errors = 0
-    with _progress(len(selected), enabled=sys.stderr.isatty()) as show:
+    with progress_bar("trace", len(selected), enabled=sys.stderr.isatty()) as show:
         results = batch.iter_analyses(
             module, selected, budget, deadline=deadline, on_start=show, catch=not debug, strict=strict
         )
@@ -200,39 +200,6 @@ def _status(message: str, enabled: bool) -> Iterator[None]:
 
     with Console(file=sys.stderr).status(message):
         yield
-
-
-@contextlib.contextmanager
-def _progress(total: int, enabled: bool) -> Iterator[Callable[[str], None]]:
-    """A rich progress bar on stderr (only on a terminal); yields "now analysing NAME"."""
-    if not enabled or total == 0:
-        yield lambda name: None
-        return
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    progress = Progress(
-        TextColumn("trace"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TextColumn("{task.description}"),
-        console=Console(file=sys.stderr),
-        transient=True,
-        # Results printed to the same terminal go above the bar; to a pipe or file, untouched.
-        redirect_stdout=sys.stdout.isatty(),
-        redirect_stderr=False,
-    )
-    task = progress.add_task("", total=total)
-    started = 0
-
-    def show(name: str) -> None:
-        nonlocal started
-        progress.update(task, completed=started, description=name[:60])
-        started += 1
-
-    with progress:
-        yield show
 
 
 class _Output:

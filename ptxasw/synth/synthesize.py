@@ -252,12 +252,19 @@ class ShuffleSynthesisPass(FunctionPass):
     name = "shuffle-synthesis"
 
     def __init__(
-        self, options: Options | None = None, kernels: set[str] | None = None, *, apply: bool = True
+        self,
+        options: Options | None = None,
+        kernels: set[str] | None = None,
+        *,
+        apply: bool = True,
+        on_kernel: Callable[[str], None] | None = None,
     ) -> None:
-        """``apply=False``: plan (detect and prove) without editing: a report."""
+        """``apply=False``: plan (detect and prove) without editing: a report.
+        ``on_kernel``: told each kernel's name as its analysis begins (a progress display)."""
         self.options = options or Options()
         self.kernels = kernels
         self.apply = apply
+        self.on_kernel = on_kernel
         self.plans: list[KernelPlan] = []
         self._deadline = Deadline()
 
@@ -272,6 +279,8 @@ class ShuffleSynthesisPass(FunctionPass):
         return fn.is_kernel and (self.kernels is None or fn.name in self.kernels)
 
     def run_on_function(self, fn: ir.Function, builder: FunctionBuilder) -> dict[str, Any] | None:
+        if self.on_kernel is not None:
+            self.on_kernel(fn.name)
         model = self.options.profit == "model"
         # A verdict measured by ``ptxasw tune`` overrides the cost model (`ptxasw.synth.tuned`).
         measured = tuned.lookup(self._module, fn, self.options) if model else None
