@@ -21,7 +21,7 @@ errs towards "loaded" where a register is written both ways).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import networkx as nx
 
 from ptxasw import ir
 from ptxasw.analysis.cfg import CFG
@@ -80,6 +80,8 @@ class DataGates:
     def __init__(self, fn: ir.Function, cfg: CFG) -> None:
         self.cfg = cfg
         self.loaded = loaded_registers(fn)
+        # One iteration of every loop: the flow graph without its back edges.
+        self._forward = nx.restricted_view(cfg.graph, [], cfg.back_edges)
 
     def gate(self, source: ir.Instruction, load: ir.Instruction) -> ir.Instruction | None:
         """The instruction whose data-dependent predicate decides whether
@@ -106,27 +108,7 @@ class DataGates:
         ``start`` has: those on a path from ``start`` to ``here`` (within
         one iteration: back edges dropped) with a side from which ``here``
         cannot be reached."""
-        cfg = self.cfg
-        back = set(cfg.back_edges)
-
-        def forward(b: int) -> list[int]:
-            return [s for s in cfg.successors(b) if (b, s) not in back]
-
-        def backward(b: int) -> list[int]:
-            return [p for p in cfg.predecessors(b) if (p, b) not in back]
-
-        after = _closure(start, forward)
-        before = _closure(here, backward)
-        return {b for b in (after & before) - {here} if any(s not in before for s in forward(b))}
-
-
-def _closure(first: int, step: Callable[[int], list[int]]) -> set[int]:
-    """``first`` and every block ``step`` reaches from it."""
-    seen = {first}
-    todo = [first]
-    while todo:
-        for nxt in step(todo.pop()):
-            if nxt not in seen:
-                seen.add(nxt)
-                todo.append(nxt)
-    return seen
+        graph = self._forward
+        after = nx.descendants(graph, start) | {start}
+        before = nx.ancestors(graph, here) | {here}
+        return {b for b in (after & before) - {here} if any(s not in before for s in graph.successors(b))}

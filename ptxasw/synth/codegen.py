@@ -201,9 +201,8 @@ class _Generator:
         # value on the paths that skip the load).
         clash = loads and any(_address_uses(load, d) for d in dsts)
         apart = clash or hoist is not None
-        targets = tuple(b.fresh(b.declared_type(d) or ".b32", "shv") for d in dsts) if apart else dsts
-        for target, src in zip(targets, srcs, strict=True):
-            code += self._shuffle(target, src, delta, mask)
+        targets = self._fresh_like(dsts, "shv") if apart else dsts
+        code += self._shuffles(targets, srcs, delta, mask)
         if hoist is not None:
             b.insert_before(hoist.branch, code)
             code = []
@@ -234,9 +233,8 @@ class _Generator:
         which ptxas predicates, so the code is straight-line again."""
         b, load = self.b, v.load
         assert v.delta is not None and hoist.runs is not None
-        values = tuple(b.fresh(b.declared_type(d) or ".b32", "shv") for d in dsts)
-        for value, src in zip(values, srcs, strict=True):
-            code += self._shuffle(value, src, v.delta, mask)
+        values = self._fresh_like(dsts, "shv")
+        code += self._shuffles(values, srcs, v.delta, mask)
         code += self._fallback_into(values, load, fallback, hoist.runs)
         b.insert_before(hoist.branch, code)
         movs = [b.mov(d, value) for d, value in zip(dsts, values, strict=True)]
@@ -307,14 +305,13 @@ class _Generator:
         lane and moved into ``dsts`` under the load's own guard (module docstring)."""
         b, load = self.b, v.load
         assert v.delta is not None
-        values = tuple(b.fresh(b.declared_type(d) or ".b32", "val") for d in dsts)
+        values = self._fresh_like(dsts, "val")
         code: list[ir.Instruction] = []
         if v.status is Status.REUSE:
             code += [b.mov(value, src) for value, src in zip(values, srcs, strict=True)]
         else:
             fallback, mask, code = self._corner_test(v.delta)
-            for value, src in zip(values, srcs, strict=True):
-                code += self._shuffle(value, src, v.delta, mask)
+            code += self._shuffles(values, srcs, v.delta, mask)
             if fallback is not None and self.mode == "normal":
                 code += self._fallback_into(values, load, fallback, guard)
         last = code[-1]
@@ -359,6 +356,19 @@ class _Generator:
             b.instruction("or", [".pred"], [fallback, incomplete, edge]),
         ]
         return fallback, active, code
+
+    def _fresh_like(self, regs: tuple[ir.Register, ...], hint: str) -> tuple[ir.Register, ...]:
+        """A fresh register of each of ``regs``' types (``.b32`` where one has none)."""
+        return tuple(self.b.fresh(self.b.declared_type(r) or ".b32", hint) for r in regs)
+
+    def _shuffles(
+        self, dsts: tuple[ir.Register, ...], srcs: tuple[ir.Register, ...], delta: int, mask: ir.Operand | int
+    ) -> list[ir.Instruction]:
+        """Each of ``srcs`` shuffled into the ``dsts`` beside it."""
+        code: list[ir.Instruction] = []
+        for dst, src in zip(dsts, srcs, strict=True):
+            code += self._shuffle(dst, src, delta, mask)
+        return code
 
     def _shuffle(
         self, dst: ir.Register, src: ir.Register, delta: int, mask: ir.Operand | int

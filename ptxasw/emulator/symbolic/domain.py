@@ -167,7 +167,8 @@ def _has_extract_of_ext(e: z3.ExprRef, clean: dict[int, z3.ExprRef]) -> bool:
 
 
 def _folds(ctx: int, extract: int) -> bool:
-    """`_extract_of_ext`'s test on raw ASTs: ``Extract(hi, lo, ext(x))`` with the slice inside ``x``."""
+    """Whether ``extract`` (an extract's raw AST) is ``Extract(hi, lo, ext(x))``
+    with the slice inside ``x``: the one rule, for the raw walk and `_extract_of_ext`."""
     c = raw.by_address
     inner = c.app_arg(ctx, extract, 0)
     if c.ast_kind(ctx, inner) != z3.Z3_APP_AST:
@@ -184,13 +185,11 @@ def _rebuild(node: z3.ExprRef, kids: list[z3.ExprRef]) -> z3.ExprRef:
 
 
 def _extract_of_ext(node: z3.ExprRef) -> z3.ExprRef:
+    """``Extract(hi, lo, ext(x))`` as a slice of ``x`` where `_folds`; else ``node``."""
+    if not _folds(node.ctx_ref().value, node.as_ast().value):
+        return node
     hi, lo = node.params()
-    inner = node.arg(0)
-    if not (z3.is_app_of(inner, z3.Z3_OP_SIGN_EXT) or z3.is_app_of(inner, z3.Z3_OP_ZERO_EXT)):
-        return node
-    x = inner.arg(0)
-    if hi >= x.size():
-        return node
+    x = node.arg(0).arg(0)
     if lo == 0 and hi == x.size() - 1:
         return x
     return z3.Extract(hi, lo, x)
