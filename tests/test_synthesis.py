@@ -475,3 +475,18 @@ def test_a_barrier_that_only_comes_round_the_loop_is_not_between() -> None:
     module = parse_ptx(before, "loopbar2.ptx")
     plan = plan_kernel(module, module.kernels[0])
     assert not plan.chosen
+
+
+def test_the_plans_a_pass_keeps_for_its_report_hold_no_traces() -> None:
+    """A file's plans live until its report is written; their traces (every
+    flow's Z3 terms) are dropped once the kernel is rewritten, while what the
+    report reads stays: the verdicts, the status, the proven shuffles."""
+    module = parse_ptx(EXAMPLE.read_text(), str(EXAMPLE))
+    synthesis = ShuffleSynthesisPass(apply=False)
+    synthesis.run(module)
+    (plan,) = synthesis.plans
+    assert plan.analysis.flows == [] and plan.analysis.assumptions == []
+    assert plan.analysis.complete and plan.verdicts and plan.chosen
+    assert all(v.proof == PROVED for v in plan.chosen)
+    kept = plan_kernel(module, module.kernels[0])  # planned directly: the traces stay
+    assert kept.analysis.flows
