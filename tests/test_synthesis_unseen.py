@@ -211,6 +211,14 @@ KERNELS: dict[str, tuple[Args, list[tuple[tuple[int, ...], tuple[int, ...]]]]] =
         lambda r: [_f32(r, N), np.zeros(N, np.float32), N],
         [((3,), (64,)), ((5,), (48,)), ((1,), (150,))],
     ),
+    "halo_tile": (
+        lambda r: [_f32(r, 256), np.zeros(256, np.float32)],
+        [((3,), (64,)), ((4,), (48,)), ((1,), (150,))],
+    ),
+    "lane_gated": (
+        lambda r: [_f32(r, N), np.zeros(N, np.float32), N],
+        [((3,), (64,)), ((4,), (48,)), ((10,), (16,))],
+    ),
 }
 
 
@@ -277,6 +285,25 @@ def test_the_rewrite_finds_shuffles(versions: Versions) -> None:
     assert shuffles["clamped"] == 0 and shuffles["modulo"] == 0 and shuffles["xor_neighbour"] == 0
     assert shuffles["gather_pair"] == 0  # a[idx[i] + 1] is no neighbour's a[idx[i]]
     assert shuffles["volatile_read"] == 0  # each volatile load must be performed
+    # Only corner lanes reach the tile's halo load: a shuffle would serve none.
+    assert shuffles["halo_tile"] == 0
+
+
+def test_a_load_only_corner_lanes_reach_says_so_and_one_lane_that_is_served_is_shuffled(tmp_path: Path) -> None:
+    """``tid.x < 3`` loads ``a[i - 3]``, and lane ``laneid - 3`` of each such
+    lane is outside its warp: the pair holds only vacuously (no lane uses the
+    shuffled value), so the load stays and says why. Lane 5 of every warp
+    reading ``a[i - 1]`` has its neighbour: that one is shuffled."""
+    original = build_ptx("sm_90", tmp_path)
+    assert original is not None
+    module = parse_ptx(original, "unseen.ptx")
+    synthesis = ShuffleSynthesisPass(Options(time_s=20), {"halo_tile", "lane_gated"})
+    synthesis.run(module)
+    plans = {p.kernel: p for p in synthesis.plans}
+    halo = [v for v in plans["halo_tile"].verdicts if v.reason and "corner case" in v.reason]
+    assert len(halo) == 1 and halo[0].reason.startswith("no neighbour in the warp (at N = -3 ")
+    assert not plans["halo_tile"].chosen
+    assert [v.delta for v in plans["lane_gated"].chosen] == [-1]
 
 
 @pytest.mark.parametrize("build", ["sm_90", "clang-O0"])

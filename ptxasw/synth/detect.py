@@ -455,6 +455,7 @@ class _Detector:
         if ordering is not None:
             return _Pair(None, f"store in between (may be ordered after another thread's: {ordering})")
         delta = match.delta
+        served = delta == 0
         assumptions: set[str] = set()
         source_terms: set[tuple[int, ...]] = set()
         for flow, j in occurrences:
@@ -470,6 +471,7 @@ class _Detector:
             # Where the shuffled value is used: the lanes whose lane + N is in
             # the warp and the row (the others load for themselves).
             used = [*hypotheses, *self._source_in_row(delta)]
+            served = served or self._serves_a_lane(used, delta)
             source_guard = flow.trace[i].guard
             if source_guard is not None:
                 ran, guard_no_wrap = self._ran_where(source, source_guard, guard, delta, used)
@@ -488,7 +490,22 @@ class _Detector:
             source_terms.add(tuple(values))
             if len(source_terms) > 1:
                 return _Pair(None, "divergent flow (the source value differs between paths)")
+        if not served:
+            return _Pair(None, EDGE_LANES_ONLY.format(delta=delta))
         return _Pair(delta, None, tuple(sorted(assumptions)))
+
+    def _serves_a_lane(self, used: list[z3.BoolRef], delta: int) -> bool:
+        """Whether some lane that reaches the load under ``used`` (its flow's
+        conditions and the source thread in its row) has lane ``laneid + N``
+        in its warp: else every lane that gets there is a corner case and
+        loads for itself, and the shuffle would run for nothing (the first
+        ``R`` threads of a block loading a tile's left halo, ``tid.x < R``,
+        from ``R`` before their own element). ``used`` may even be
+        unsatisfiable there, and the equality then holds vacuously. A solver
+        that gives up counts as served."""
+        lane = self.executor.dom.lanes.lane_of_thread()
+        in_warp = z3.UGE(lane, -delta) if delta < 0 else z3.ULT(lane, 32 - delta)
+        return self.prover.proves(used, z3.Not(in_warp)) is not True
 
     def _element_pair(
         self,
@@ -841,12 +858,19 @@ def register_widths(fn: ir.Function) -> dict[str, int]:
 # takes every register of the load from one source load.
 SPLIT_VECTOR = "unsupported access (a vector load whose elements no one source load holds at one N)"
 
+# The pair holds, but only edge lanes reach the load (`_Detector._serves_a_lane`).
+EDGE_LANES_ONLY = (
+    "no neighbour in the warp (at N = {delta:+d} every lane that reaches the load is a corner case "
+    "and loads for itself)"
+)
+
 _REASON_ORDER = (
     "delta out of range",
     "store in between",
     "loop-carried",
     "divergent flow",
     SPLIT_VECTOR,
+    EDGE_LANES_ONLY.split(" (")[0],
     "non-constant delta",
     "solver gave up",
     "no neighbour",
