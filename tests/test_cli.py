@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -128,3 +130,57 @@ def test_analyze_tells_a_progress_display_each_kernel_it_begins(capsys: pytest.C
     assert capsys.readouterr().out == ""
     result = CliRunner().invoke(main, ["analyze", str(EXAMPLE)])
     assert result.exit_code == 0 and "analyze" not in result.stderr
+
+
+def test_analyze_in_several_processes_gives_the_same_report() -> None:
+    """``--jobs 2``: kernels of three files analysed by two forked workers,
+    a kernel a share; the rows come back in file and kernel order, and the
+    report is the one a single process writes but for the seconds."""
+    import json
+
+    fixtures = REPO / "tests" / "fixtures"
+    files = [str(fixtures / "vector_loads.ptx"), str(fixtures / "vector_halo.ptx"), str(EXAMPLE)]
+    reports = []
+    for jobs in ("1", "2"):
+        proc = run("analyze", "--json", "--jobs", jobs, *files)
+        assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+        data = json.loads(proc.stdout)
+        for kernel in data["kernels"]:
+            assert kernel["analysis_seconds"] >= 0
+            kernel["analysis_seconds"] = None
+        reports.append(data)
+    assert reports[0] == reports[1]
+    names = [(Path(k["file"]).name, k["name"]) for k in reports[0]["kernels"]]
+    assert names[:5] == [
+        ("vector_loads.ptx", "pairs"),
+        ("vector_loads.ptx", "quads"),
+        ("vector_loads.ptx", "split"),
+        ("vector_halo.ptx", "box4_r2"),
+        ("vector_halo.ptx", "row4_r2"),
+    ]
+    assert sum(k["shuffles"] for k in reports[0]["kernels"]) > 0
+
+
+def test_the_workers_return_rows_in_kernel_order_whatever_order_they_finish_in() -> None:
+    """Shares finish in any order (``imap_unordered``); the rows are sorted
+    back, and the progress display hears of every kernel once."""
+    from ptxasw.synth.detect import Options
+    from ptxasw.synth.workers import Source, kernel_rows
+
+    fixtures = REPO / "tests" / "fixtures"
+    sources = [
+        Source(str(path), parse_ptx(path.read_text(), str(path)), path.read_text())
+        for path in (fixtures / "vector_loads.ptx", EXAMPLE)
+    ]
+    heard: list[str] = []
+
+    @contextlib.contextmanager
+    def progress() -> Iterator[Callable[[str], None]]:
+        yield heard.append
+
+    rows = kernel_rows(sources, lambda module: Options(rounding="ptx"), None, 3, progress)
+    expected = [(s.path, fn.name) for s in sources for fn in s.module.kernels]
+    assert [(path, row["name"]) for path, row in rows] == expected
+    assert sorted(heard) == sorted(name for _, name in expected)
+    wanted = kernel_rows(sources, lambda module: Options(rounding="ptx"), {"quads"}, 1)
+    assert [row["name"] for _, row in wanted] == ["quads"]

@@ -289,7 +289,7 @@ def test_the_rewrite_finds_shuffles(versions: Versions) -> None:
     assert shuffles["halo_tile"] == 0
 
 
-def test_a_load_only_corner_lanes_reach_says_so_and_one_lane_that_is_served_is_shuffled(tmp_path: Path) -> None:
+def test_a_load_only_corner_lanes_reach_stays_and_a_served_lane_is_shuffled(tmp_path: Path) -> None:
     """``tid.x < 3`` loads ``a[i - 3]``, and lane ``laneid - 3`` of each such
     lane is outside its warp: the pair holds only vacuously (no lane uses the
     shuffled value), so the load stays and says why. Lane 5 of every warp

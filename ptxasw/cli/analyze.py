@@ -6,6 +6,7 @@ source line where ``.loc`` gives one, the source load and N, the corner-case
 lanes, the proof, or why not. ``--json`` prints the report
 (`ptxasw.synth.report`); ``--html OUT.html`` writes a page with the PTX and
 the highlighted loads (`ptxasw.synth.html`). Nothing is rewritten.
+``--jobs N`` analyses the kernels in N processes (`ptxasw.synth.workers`).
 """
 
 from __future__ import annotations
@@ -36,11 +37,20 @@ __all__ = ["analyze_command"]
 @click.argument("sources", metavar="IN.ptx...", nargs=-1, required=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--html", "html_path", metavar="OUT.html", help="Write the report as an HTML page.")
+@click.option(
+    "-j",
+    "--jobs",
+    type=click.IntRange(min=0),
+    default=1,
+    show_default=True,
+    help="Analyse kernels in this many processes (0: one per core); the report is the same.",
+)
 @synthesis_options
 def analyze_command(
     sources: tuple[str, ...],
     as_json: bool,
     html_path: str | None,
+    jobs: int,
     kernels: tuple[str, ...],
     max_delta: int,
     mode: str,
@@ -49,28 +59,31 @@ def analyze_command(
 ) -> None:
     """Report the shuffle opportunities of each kernel (nothing is rewritten)."""
     from ptxasw.synth.detect import Options
-    from ptxasw.synth.report import report
-    from ptxasw.synth.synthesize import ShuffleSynthesisPass
+    from ptxasw.synth.report import report_of_entries
+    from ptxasw.synth.workers import Source, available_jobs, kernel_rows
 
     options = Options(max_delta=max_delta, mode=mode, time_s=time_budget)
-    modules: dict[str, tuple[Any, str]] = {}
-    plans: list[tuple[str, Any]] = []
     try:
-        parsed = [(path, *_read(path)) for path in sources]
-        check_kernels(sorted({fn.name for _, m, _ in parsed for fn in m.kernels}), kernels)
+        parsed = [Source(path, *_read(path)) for path in sources]
+        check_kernels(sorted({fn.name for source in parsed for fn in source.module.kernels}), kernels)
     except PtxError as exc:
         fail(exc)
     wanted = set(kernels) or None
-    total = sum(1 for _, m, _ in parsed for fn in m.kernels if wanted is None or fn.name in wanted)
-    with progress_bar("analyze", total, enabled=sys.stderr.isatty()) as show:
-        for path, module, text in parsed:
-            assemble = synthesis_assembler(module, rounding)
-            here = dataclasses.replace(options, rounding=rounding, assemble=assemble)
-            synthesis = ShuffleSynthesisPass(here, wanted, apply=False, on_kernel=show)
-            synthesis.run(module)
-            modules[path] = (module, text)
-            plans.extend((path, plan) for plan in synthesis.plans)
-    data = report(plans, modules, options)
+    total = sum(1 for s in parsed for fn in s.module.kernels if wanted is None or fn.name in wanted)
+
+    def options_for(module: Any) -> Options:
+        assemble = synthesis_assembler(module, rounding)
+        return dataclasses.replace(options, rounding=rounding, assemble=assemble)
+
+    rows = kernel_rows(
+        parsed,
+        options_for,
+        wanted,
+        available_jobs() if jobs == 0 else jobs,
+        lambda: progress_bar("analyze", total, enabled=sys.stderr.isatty()),
+    )
+    modules = {source.path: (source.module, source.text) for source in parsed}
+    data = report_of_entries([row for _, row in rows], modules, options)
     try:
         if html_path:
             from ptxasw.synth.html import render_html

@@ -27,7 +27,15 @@ from typing import Any
 from ptxasw import __version__, ir
 from ptxasw.synth.detect import KernelPlan, LoadVerdict, Options, Status
 
-__all__ = ["MAX_SOURCE_BYTES", "corner_lanes", "file_entry", "kernel_entry", "report", "source_positions"]
+__all__ = [
+    "MAX_SOURCE_BYTES",
+    "corner_lanes",
+    "file_entry",
+    "kernel_entry",
+    "report",
+    "report_of_entries",
+    "source_positions",
+]
 
 # CUDA sources larger than this are not embedded in a report.
 MAX_SOURCE_BYTES = 4 << 20
@@ -51,13 +59,25 @@ def report(
         path: known[path] if path in known else source_positions(module)
         for path, (module, _) in modules.items()
     }
+    entries = [kernel_entry(path, plan, lines[path], where[path]) for path, plan in plans]
+    return report_of_entries(entries, modules, options, embed_sources)
+
+
+def report_of_entries(
+    entries: list[dict[str, Any]],
+    modules: dict[str, tuple[ir.Module, str]],
+    options: Options,
+    embed_sources: bool = True,
+) -> dict[str, Any]:
+    """The report of kernel rows already made (`kernel_entry`): those of
+    `ptxasw.synth.workers`, made in other processes."""
     return {
         "tool": f"ptxasw {__version__}",
         "options": {"mode": options.mode, "max_delta": options.max_delta},
         "files": {
             path: file_entry(path, module, text, embed_sources) for path, (module, text) in modules.items()
         },
-        "kernels": [kernel_entry(path, plan, lines[path], where[path]) for path, plan in plans],
+        "kernels": entries,
     }
 
 
