@@ -161,11 +161,34 @@ def test_analyze_in_several_processes_gives_the_same_report() -> None:
     assert sum(k["shuffles"] for k in reports[0]["kernels"]) > 0
 
 
-def test_the_workers_return_rows_in_kernel_order_whatever_order_they_finish_in() -> None:
-    """Shares finish in any order (``imap_unordered``); the rows are sorted
-    back, and the progress display hears of every kernel once."""
+def test_rewrite_in_several_processes_writes_the_same_ptx(tmp_path: Path) -> None:
+    """``rewrite --jobs 2``: the kernels rewritten by workers are printed in
+    their places, byte for byte the text one process writes, and the
+    report and the line per kernel are the same too."""
+    import json
+
+    source = REPO / "tests" / "fixtures" / "vector_halo.ptx"
+    outputs = []
+    for jobs in ("1", "2"):
+        out, report = tmp_path / f"out{jobs}.ptx", tmp_path / f"report{jobs}.json"
+        proc = run("rewrite", "--jobs", jobs, str(source), "-o", str(out), "--report", str(report))
+        assert proc.returncode == 0, proc.stderr
+        data = json.loads(report.read_text())
+        for kernel in data["kernels"]:
+            kernel["analysis_seconds"] = None
+        lines = [line.rsplit(",", 1)[0] for line in proc.stderr.splitlines()]  # less the seconds
+        outputs.append((out.read_text(), data, lines))
+    assert outputs[0] == outputs[1]
+    text, data, lines = outputs[0]
+    assert text.count("shfl.sync") >= 20 and [k["name"] for k in data["kernels"]] == ["box4_r2", "row4_r2"]
+    assert len(lines) == 2 and lines[0].startswith("ptxasw: box4_r2: 20 of 25 global loads shuffled")
+
+
+def test_the_workers_return_kernels_in_order_whatever_order_they_finish_in() -> None:
+    """Shares finish in any order (``imap_unordered``); the results are
+    sorted back, and the progress display hears of every kernel once."""
     from ptxasw.synth.detect import Options
-    from ptxasw.synth.workers import Source, kernel_rows
+    from ptxasw.synth.workers import Source, synthesise
 
     fixtures = REPO / "tests" / "fixtures"
     sources = [
@@ -178,9 +201,11 @@ def test_the_workers_return_rows_in_kernel_order_whatever_order_they_finish_in()
     def progress() -> Iterator[Callable[[str], None]]:
         yield heard.append
 
-    rows = kernel_rows(sources, lambda module: Options(rounding="ptx"), None, 3, progress)
+    results = synthesise(sources, lambda module: Options(rounding="ptx"), None, 3, progress=progress)
     expected = [(s.path, fn.name) for s in sources for fn in s.module.kernels]
-    assert [(path, row["name"]) for path, row in rows] == expected
+    assert [(r.path, r.name) for r in results] == expected
+    assert [r.row["name"] for r in results] == [name for _, name in expected]
     assert sorted(heard) == sorted(name for _, name in expected)
-    wanted = kernel_rows(sources, lambda module: Options(rounding="ptx"), {"quads"}, 1)
-    assert [row["name"] for _, row in wanted] == ["quads"]
+    assert all(r.text is None for r in results)  # a report: nothing rewritten
+    wanted = synthesise(sources, lambda module: Options(rounding="ptx"), {"quads"}, 1, rewrite=True)
+    assert [r.name for r in wanted] == ["quads"] and "shfl.sync" in (wanted[0].text or "")

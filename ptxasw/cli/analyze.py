@@ -22,6 +22,7 @@ import click
 from ptxasw.cli.common import (
     check_kernels,
     fail,
+    jobs_option,
     progress_bar,
     synthesis_assembler,
     synthesis_options,
@@ -37,14 +38,7 @@ __all__ = ["analyze_command"]
 @click.argument("sources", metavar="IN.ptx...", nargs=-1, required=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--html", "html_path", metavar="OUT.html", help="Write the report as an HTML page.")
-@click.option(
-    "-j",
-    "--jobs",
-    type=click.IntRange(min=0),
-    default=1,
-    show_default=True,
-    help="Analyse kernels in this many processes (0: one per core); the report is the same.",
-)
+@jobs_option
 @synthesis_options
 def analyze_command(
     sources: tuple[str, ...],
@@ -60,7 +54,7 @@ def analyze_command(
     """Report the shuffle opportunities of each kernel (nothing is rewritten)."""
     from ptxasw.synth.detect import Options
     from ptxasw.synth.report import report_of_entries
-    from ptxasw.synth.workers import Source, available_jobs, kernel_rows
+    from ptxasw.synth.workers import Source, available_jobs, synthesise
 
     options = Options(max_delta=max_delta, mode=mode, time_s=time_budget)
     try:
@@ -75,15 +69,15 @@ def analyze_command(
         assemble = synthesis_assembler(module, rounding)
         return dataclasses.replace(options, rounding=rounding, assemble=assemble)
 
-    rows = kernel_rows(
+    results = synthesise(
         parsed,
         options_for,
         wanted,
         available_jobs() if jobs == 0 else jobs,
-        lambda: progress_bar("analyze", total, enabled=sys.stderr.isatty()),
+        progress=lambda: progress_bar("analyze", total, enabled=sys.stderr.isatty()),
     )
     modules = {source.path: (source.module, source.text) for source in parsed}
-    data = report_of_entries([row for _, row in rows], modules, options)
+    data = report_of_entries([result.row for result in results], modules, options)
     try:
         if html_path:
             from ptxasw.synth.html import render_html

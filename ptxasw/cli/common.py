@@ -95,6 +95,18 @@ def synthesis_options(command: Callable[..., Any]) -> Callable[..., Any]:
     return command
 
 
+def jobs_option(command: Callable[..., Any]) -> Callable[..., Any]:
+    """``--jobs N`` of the commands that synthesise kernels (`ptxasw.synth.workers`)."""
+    return click.option(
+        "-j",
+        "--jobs",
+        type=click.IntRange(min=0),
+        default=1,
+        show_default=True,
+        help="Synthesise kernels in this many processes (0: one per core); the result is the same.",
+    )(command)
+
+
 def synthesis_assembler(module: Any, rounding: str) -> Any:
     """The ptxas the synthesis asks which products it fuses (`ptxasw.synth.pinning`):
     the one the drop-in would run, for the module's ``.target``; None with

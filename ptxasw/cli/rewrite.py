@@ -4,6 +4,7 @@ Each kernel is analysed, its shuffles proven on a copy, and the proven ones
 emitted (`ptxasw.synth.synthesize`); a line per kernel on stderr says what
 was done. The output is never the input file. ``--mode noload|nocorner``
 are the paper's ablations: wrong at warp edges, for measurement only.
+``--jobs N`` rewrites the kernels in N processes (`ptxasw.synth.workers`).
 """
 
 from __future__ import annotations
@@ -13,9 +14,16 @@ from pathlib import Path
 
 import click
 
-from ptxasw.cli.common import check_kernels, fail, synthesis_assembler, synthesis_options, write_text
+from ptxasw.cli.common import (
+    check_kernels,
+    fail,
+    jobs_option,
+    synthesis_assembler,
+    synthesis_options,
+    write_text,
+)
 from ptxasw.errors import PtxError
-from ptxasw.parser import read_ptx
+from ptxasw.parser import parse_ptx, read_text
 
 __all__ = ["rewrite_command"]
 
@@ -24,11 +32,13 @@ __all__ = ["rewrite_command"]
 @click.argument("source", metavar="IN.ptx")
 @click.option("-o", "--output", "output", required=True, metavar="OUT.ptx", help="Where to write the PTX.")
 @click.option("--report", "report_path", metavar="R.json", help="Also write the analysis report (JSON).")
+@jobs_option
 @synthesis_options
 def rewrite_command(
     source: str,
     output: str,
     report_path: str | None,
+    jobs: int,
     kernels: tuple[str, ...],
     max_delta: int,
     mode: str,
@@ -40,13 +50,14 @@ def rewrite_command(
 
     from ptxasw.ir.printer import print_module
     from ptxasw.synth.detect import Options
-    from ptxasw.synth.report import report, source_positions
-    from ptxasw.synth.synthesize import ShuffleSynthesisPass
+    from ptxasw.synth.report import report_of_entries
+    from ptxasw.synth.workers import Source, available_jobs, synthesise
 
     try:
         if source != "-" and output != "-" and Path(output).resolve() == Path(source).resolve():
             raise PtxError(f"{output}: the output would overwrite the input")
-        module = read_ptx(source)
+        original = read_text(source)
+        module = parse_ptx(original, "<stdin>" if source == "-" else source)
         check_kernels([fn.name for fn in module.kernels], kernels)
     except PtxError as exc:
         fail(exc)
@@ -58,23 +69,28 @@ def rewrite_command(
     options = Options(
         max_delta=max_delta, mode=mode, time_s=time_budget, rounding=rounding, assemble=assemble
     )
-    # The report's source lines come from the module as it was: the rewrite
-    # takes the replaced loads (and the .loc lines above them) out of it.
-    positions = source_positions(module) if report_path else {}
-    synthesis = ShuffleSynthesisPass(options, set(kernels) or None)
-    synthesis.run(module)
-    for plan in synthesis.plans:
-        click.echo(_summary(plan), err=True)
-    text = print_module(module)
+    # The report's source lines come from the module as it was (`synthesise`
+    # takes them before): the rewrite takes the replaced loads, and the .loc
+    # lines above them, out of it.
+    results = synthesise(
+        [Source(source, module, original)],
+        lambda _: options,
+        set(kernels) or None,
+        available_jobs() if jobs == 0 else jobs,
+        rewrite=True,
+        describe=_summary,
+    )
+    for result in results:
+        click.echo(result.summary, err=True)
+    text = print_module(module, {r.name: r.text for r in results if r.text is not None})
     try:
         if output == "-":
             sys.stdout.write(text)
         else:
             write_text(output, text)
         if report_path:
-            original = Path(source).read_text() if source != "-" else ""
-            plans = [(source, p) for p in synthesis.plans]
-            data = report(plans, {source: (module, original)}, options, positions={source: positions})
+            rows = [result.row for result in results]
+            data = report_of_entries(rows, {source: (module, original)}, options)
             write_text(report_path, json.dumps(data, indent=1))
     except PtxError as exc:
         fail(exc)

@@ -9,7 +9,7 @@ very large module costs no more memory than its largest function.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import TextIO
 
 from ptxasw import ir
@@ -21,9 +21,9 @@ _BINARY_PRECEDENCE = {
 }  # fmt: skip
 
 
-def print_module(module: ir.Module) -> str:
-    """The whole module as PTX text, ending with a newline."""
-    return "".join(iter_module(module))
+def print_module(module: ir.Module, kernels: Mapping[str, str] | None = None) -> str:
+    """The whole module as PTX text, ending with a newline (``kernels``: see `iter_module`)."""
+    return "".join(iter_module(module, kernels))
 
 
 def write_module(module: ir.Module, out: TextIO) -> None:
@@ -37,14 +37,19 @@ def write_module(module: ir.Module, out: TextIO) -> None:
         write(chunk)
 
 
-def iter_module(module: ir.Module) -> Iterator[str]:
+def iter_module(module: ir.Module, kernels: Mapping[str, str] | None = None) -> Iterator[str]:
     """The module's text in pieces, one top-level item (with its blank line) each.
 
-    Joined, the pieces are exactly `print_module`'s text.
+    Joined, the pieces are exactly `print_module`'s text. ``kernels``: the
+    text of some kernels (`function_text`) by name, printed in their place
+    (``ptxasw rewrite --jobs`` rewrites kernels in other processes).
     """
     previous: ir.TopLevel | None = None
     for item in module.items:
-        lines = _top_level(item)
+        if kernels and isinstance(item, ir.Function) and item.is_kernel and item.name in kernels:
+            lines = kernels[item.name].split("\n")
+        else:
+            lines = _top_level(item)
         if previous is not None and _blank_line_between(previous, item):
             lines.insert(0, "")
         yield "\n".join(lines) + "\n"
@@ -103,6 +108,11 @@ def _section(item: ir.SectionDirective) -> list[str]:
             lines.append(f"{entry.type} " + ",".join(format_expr(v) for v in entry.values))
     lines.append("\t}")
     return lines
+
+
+def function_text(fn: ir.Function) -> str:
+    """One function's text, as `print_module` prints it, without the newline after it."""
+    return "\n".join(_function(fn))
 
 
 def _function(fn: ir.Function) -> list[str]:

@@ -979,6 +979,18 @@ class Prover:
                 return True
         return self._check(facts, claim)
 
+    def follows_from_geometry(self, hypotheses: Sequence[z3.BoolRef], claim: z3.BoolRef) -> bool:
+        """Whether the hypotheses about the block's geometry alone (thread
+        ids, block shape, lane) prove ``claim``, itself about the geometry:
+        `proves`'s cheap stage without its fall-back to every hypothesis,
+        which costs most where the claim does not follow. False also where
+        it might follow from the others."""
+        claim = simplify(claim)
+        if not self._geometric(claim):
+            return False
+        geometric = [h for h in self._facts(hypotheses) if self._geometric(h) and not _nonlinear(h)]
+        return z3.is_true(claim) or self._check(geometric, claim) is True
+
     def _geometric(self, e: z3.ExprRef) -> bool:
         return all(n.startswith(_GEOMETRY) for n in self.symbols.of(e))
 
