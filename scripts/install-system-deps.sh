@@ -16,7 +16,10 @@ set -u
 # download is possible here); that test fails, rather than skips, without it.
 # pocl-opencl-icd (+ the ICD loader, headers, clinfo): the OpenCL reference of the
 # PIRCH speed benchmark and its tests (benchmarks/pirch/ref_opencl).
-PACKAGES=(clang-19 gcc-12-offload-nvptx chromium pocl-opencl-icd ocl-icd-opencl-dev opencl-headers clinfo)
+# clang-tools-19 (clang-offload-packager, clang-linker-wrapper) and libomp-19-dev (the
+# OpenMP device runtime): clang's OpenMP offload build, linked through a shadow toolkit.
+PACKAGES=(clang-19 clang-tools-19 libomp-19-dev gcc-12-offload-nvptx chromium pocl-opencl-icd
+    ocl-icd-opencl-dev opencl-headers clinfo)
 
 if [ "$(id -u)" -eq 0 ]; then
     SUDO=()

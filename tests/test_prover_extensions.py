@@ -58,3 +58,49 @@ def test_a_zero_extension_is_not_a_sign_extension_without_the_assumption() -> No
     holds, needs_no_wrap = Prover(200).equal([], index, 4 * _wide(TID) - 2)
     assert holds is True and needs_no_wrap
     assert Prover(200).proves([], index == 4 * _wide(TID) - 2) is False
+
+
+ITER = z3.BitVec("iter_$L__BB1_5", 64)
+NTID = z3.BitVec("%ntid.x", 32)
+NCTAID = z3.BitVec("%nctaid.x", 32)
+OUTER = z3.BitVec("iter_$L__BB1_3", 64)
+
+
+def test_an_openmp_loop_index_sign_extended_by_shifts_is_the_64_bit_index_without_wrap() -> None:
+    """clang's OpenMP loop (the device runtime inlined at link time) walks
+    ``x[i]`` with ``(i << 32) >> 30`` stepped by ``ntid << 32``, and ``x[i -
+    1]`` with a 64-bit pointer stepped by ``4 * ntid``: the domain reads the
+    shifts as ``4 * sext(i)`` (32-bit ``i``, the counts truncated), and the
+    prover widens that sum, counts included, and the grid's stride ``128 *
+    nctaid``, under the no-wrap assumption. Without it the two differ (a
+    count of 2^31)."""
+    from ptxasw.emulator.symbolic.domain import SymbolicDomain
+
+    dom = SymbolicDomain()
+    start = 1 + TID + 128 * z3.BitVec("%ctaid.x", 32)
+    unit = z3.BitVecVal(1 << 32, 64)
+    # (zext(start) << 32) + ITER * (zext(ntid) << 32) + OUTER * (zext(128 * nctaid) << 32), then >> 30.
+    shifted = dom.add(
+        dom.add(dom.shl(z3.ZeroExt(32, start), z3.BitVecVal(32, 64)), ITER * (z3.ZeroExt(32, NTID) * unit)),
+        OUTER * (z3.ZeroExt(32, 128 * NCTAID) * unit),
+    )
+    index = dom.ashr(shifted, z3.BitVecVal(30, 64))
+    assert z3.is_app_of(index, z3.Z3_OP_BMUL) and not z3.is_app_of(index, z3.Z3_OP_BASHR)
+    # The rule is exact (on a sum whose products the solver need not bit-blast).
+    high = z3.BitVec("k", 64)
+    simple = dom.add(dom.shl(z3.ZeroExt(32, start), z3.BitVecVal(32, 64)), high * unit)
+    for amount in (32, 30, 29, 3):
+        rewritten = dom.ashr(simple, z3.BitVecVal(amount, 64))
+        assert not z3.is_app_of(rewritten, z3.Z3_OP_BASHR) and _valid(rewritten == simple >> amount)
+    pointer = 4 * ITER * z3.ZeroExt(32, NTID) + 4 * OUTER * z3.ZeroExt(32, 128 * NCTAID)
+    pointer = pointer + 4 * z3.ZeroExt(32, start)
+    holds, needs_no_wrap = Prover(500).equal([], index, pointer)
+    assert holds is True and needs_no_wrap
+    assert Prover(500).proves([], index == pointer) is False
+
+
+def _valid(claim: z3.BoolRef) -> bool:
+    solver = z3.Solver()
+    solver.set("timeout", 20_000)
+    solver.add(z3.Not(claim))
+    return solver.check() == z3.unsat

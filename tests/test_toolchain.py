@@ -376,3 +376,44 @@ def test_gcc_openacc_through_the_as_shim(tmp_path: Path) -> None:
     )
     run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0 and run.stdout.strip() == "21.0"
+
+
+def _clang_openmp_offload() -> str | None:
+    """clang-19 with what an OpenMP offload link needs: the offload packager and
+    linker wrapper (clang-tools-19) and the device runtime (libomp-19-dev)."""
+    clang = shutil.which("clang-19")
+    tools = Path("/usr/lib/llvm-19/bin")
+    runtime = glob.glob("/usr/lib/llvm-19/lib/libomptarget.devicertl.a")
+    if clang and (tools / "clang-linker-wrapper").exists() and (tools / "clang-offload-packager").exists():
+        return clang if runtime else None
+    return None
+
+
+CLANG_OPENMP = _clang_openmp_offload()
+
+
+@pytest.mark.skipif(
+    CLANG_OPENMP is None, reason="clang-19 OpenMP offload not installed: run scripts/install-system-deps.sh"
+)
+def test_clang_openmp_offload_links_through_a_shadow_toolkit(shadow: Path, tmp_path: Path) -> None:
+    """``clang -fopenmp --offload-arch=sm_80 -foffload-lto --cuda-path=SHADOW``:
+    the link step hands ptxas the kernels with the device runtime linked in,
+    and the drop-in rewrites them (the stencil's two neighbours become
+    shuffles: `tests/test_synthesis_openmp.py` checks that PTX in the
+    interpreter); the program links."""
+    assert CLANG_OPENMP is not None
+    log = tmp_path / "w.jsonl"
+    out = tmp_path / "omp.exe"
+    cmd = [CLANG_OPENMP, "-fopenmp", "--offload-arch=sm_80", "-O2", "-foffload-lto", f"--cuda-path={shadow}"]
+    cmd += [str(REPO / "tests" / "corpus" / "openmp" / "omp_offload.c"), str(SOURCES / "omp_main.c")]
+    env = {**hook_env(log, None), "PTXASW_PROFIT": "always"}
+    cmd += ["-o", str(out)]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert out.read_bytes()[:4] == b"\x7fELF"
+    (rec,) = log_records(log)  # -foffload-lto: ptxas runs once, at the link
+    assert rec["status"] == "ok" and rec["real_exit"] == 0
+    (given,) = rec["inputs"]
+    assert given["rewritten"] is True
+    synthesis = next(p for p in given["passes"] if p["name"] == "shuffle-synthesis")
+    assert synthesis["kernels"] == 5 and synthesis["shuffles"] >= 2 and not synthesis.get("partial")

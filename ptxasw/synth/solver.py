@@ -130,7 +130,8 @@ class _Property(_DagFold):
 
 def clear_memos() -> None:
     """Forget the memoised term properties (between kernels: their terms go)."""
-    for fold in (_nots_below, _has_extension, _mentions_memory, _nonlinear, _mentions_thread):
+    folds = (_nots_below, _has_extension, _mentions_memory, _nonlinear, _mentions_thread, _mentions_stride)
+    for fold in folds:
         fold.clear()
     _WIDE_MEMO.clear()
     _SHIFT_MEMO.clear()
@@ -441,7 +442,9 @@ def without_wrap(terms: Iterable[z3.ExprRef]) -> tuple[list[z3.ExprRef], bool]:
     The flag says whether anything was replaced."""
 
     def widened(e: z3.ExprRef, inner: z3.ExprRef, signed: bool) -> z3.ExprRef | None:
-        return _wide(inner, e.size(), signed) if _is_arith(inner) and _mentions_thread(inner) else None
+        if not _is_arith(inner) or not (_mentions_thread(inner) or _mentions_stride(inner)):
+            return None
+        return _wide(inner, e.size(), signed)
 
     return _replace_extensions(terms, widened)
 
@@ -700,6 +703,16 @@ def _is_thread_node(ctx: Any, app: Any) -> bool:
 
 _mentions_thread = _Property(_is_thread_node)
 
+
+def _is_stride_node(ctx: Any, app: Any) -> bool:
+    if z3.Z3_get_app_num_args(ctx, app) or _decl_kind(ctx, app) != z3.Z3_OP_UNINTERPRETED:
+        return False
+    name = z3.Z3_get_symbol_string(ctx, z3.Z3_get_decl_name(ctx, z3.Z3_get_app_decl(ctx, app)))
+    return name.startswith(("%ntid.", "%nctaid.", "iter_"))
+
+
+_mentions_stride = _Property(_is_stride_node)
+
 _WIDE_MEMO: dict[tuple[int, int, bool], tuple[z3.ExprRef, BV]] = {}
 
 
@@ -722,6 +735,11 @@ def _wide(e: z3.ExprRef, width: int, signed: bool) -> BV:
         # 0xfffffffe`` in PTX, and an index that does not wrap is i - 2, also
         # where a compiler that knows it is not negative zero-extends it.
         out = z3.BitVecVal(e.as_signed_long(), width)
+    elif _is_truncated_count(e, width):
+        # A loop's iteration count in 32-bit index arithmetic (an ``int``
+        # induction variable stepped once an iteration): without wrap, the
+        # count itself, as the 64-bit side of the same index counts it.
+        out = e.arg(0)
     elif signed and interval(e)[1] < 1 << (e.size() - 1):
         # Below the sign bit (a thread or block coordinate): the zero extension,
         # as the unsigned side of a comparison writes the same leaf.
@@ -730,6 +748,15 @@ def _wide(e: z3.ExprRef, width: int, signed: bool) -> BV:
         out = z3.SignExt(extra, e) if signed else z3.ZeroExt(extra, e)
     _WIDE_MEMO[key] = (e, out)
     return out
+
+
+def _is_truncated_count(e: z3.ExprRef, width: int) -> bool:
+    """Whether ``e`` is the low bits of an iteration count (``iter_*``, the
+    symbolic executor's, as wide as ``width``)."""
+    if not z3.is_app_of(e, z3.Z3_OP_EXTRACT) or e.params()[1] != 0:
+        return False
+    count = e.arg(0)
+    return z3.is_const(count) and count.size() == width and count.decl().name().startswith("iter_")
 
 
 class Prover:

@@ -231,6 +231,34 @@ def is_const(v: z3.ExprRef) -> bool:
     return z3.is_bv_value(v)
 
 
+def _upper_half(a: z3.ExprRef) -> z3.ExprRef | None:
+    """``h`` with ``a == h * 2^(w/2)`` (``w``, ``a``'s width), read off a sum
+    of constants and constant multiples of ``2^(w/2)`` (a ``shl`` by half
+    the width is such a multiple in the domain); None where ``a`` is not
+    written so. Only ``h``'s low half is ``a``'s high half; the rest is
+    whatever the sum made of it."""
+    half = a.size() // 2
+    unit = 1 << half
+    parts = a.children() if z3.is_app_of(a, z3.Z3_OP_BADD) else [a]
+    terms: list[z3.ExprRef] = []
+    for part in parts:
+        value = const_value(part)
+        if value is not None:
+            if value % unit:
+                return None
+            terms.append(z3.BitVecVal(value >> half, a.size()))
+            continue
+        if not z3.is_app_of(part, z3.Z3_OP_BMUL):
+            return None
+        factor, *rest = part.children()
+        value = const_value(factor)
+        if value is None or value % unit or not rest:
+            return None
+        product = rest[0] if len(rest) == 1 else z3.Product(*rest)
+        terms.append(product if value == unit else z3.BitVecVal(value >> half, a.size()) * product)
+    return simplify(z3.Sum(*terms)) if len(terms) > 1 else simplify(terms[0])
+
+
 def const_value(v: z3.ExprRef) -> int | None:
     """The unsigned value of a constant bit-vector, else None."""
     return v.as_long() if z3.is_bv_value(v) else None
@@ -357,6 +385,17 @@ class SymbolicDomain:
 
     def ashr(self, a: BV, b: BV) -> BV:
         # bvashr fills with the sign bit for amounts >= width.
+        amount = const_value(self._s(b)) if self.simplify_results else None
+        if amount is not None:
+            high = _upper_half(a)
+            if high is not None and amount <= a.size() // 2:
+                # LLVM's sign extension of a 32-bit index, ``(x << 32) >> c``
+                # (clang's OpenMP loops, ``(long)(i + 1)`` after strength
+                # reduction): exactly ``sext(x) << (32 - c)``, which leaves the
+                # index a sum the prover can widen, not a shift it gives up on.
+                half = a.size() // 2
+                wide = self.sext(self.extract(high, half - 1, 0), a.size())
+                return self._s(wide * z3.BitVecVal(1 << (half - amount), a.size()))
         return self._s(a >> b)
 
     # ---- comparisons and selection ---------------------------------------
