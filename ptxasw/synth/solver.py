@@ -694,24 +694,21 @@ def _is_arith(e: z3.ExprRef) -> bool:
     return z3.is_app(e) and e.decl().kind() in (z3.Z3_OP_BADD, z3.Z3_OP_BSUB, z3.Z3_OP_BMUL)
 
 
-def _is_thread_node(ctx: Any, app: Any) -> bool:
-    if z3.Z3_get_app_num_args(ctx, app) or _decl_kind(ctx, app) != z3.Z3_OP_UNINTERPRETED:
-        return False
-    name = z3.Z3_get_symbol_string(ctx, z3.Z3_get_decl_name(ctx, z3.Z3_get_app_decl(ctx, app)))
-    return name in ("%tid.x", "%laneid")
+def _constant_named(test: Callable[[str], bool]) -> Callable[[Any, Any], bool]:
+    """A node test for `_Property`: a constant (no arguments, uninterpreted)
+    whose name passes ``test``."""
+
+    def node_has(ctx: Any, app: Any) -> bool:
+        if z3.Z3_get_app_num_args(ctx, app) or _decl_kind(ctx, app) != z3.Z3_OP_UNINTERPRETED:
+            return False
+        return test(z3.Z3_get_symbol_string(ctx, z3.Z3_get_decl_name(ctx, z3.Z3_get_app_decl(ctx, app))))
+
+    return node_has
 
 
-_mentions_thread = _Property(_is_thread_node)
-
-
-def _is_stride_node(ctx: Any, app: Any) -> bool:
-    if z3.Z3_get_app_num_args(ctx, app) or _decl_kind(ctx, app) != z3.Z3_OP_UNINTERPRETED:
-        return False
-    name = z3.Z3_get_symbol_string(ctx, z3.Z3_get_decl_name(ctx, z3.Z3_get_app_decl(ctx, app)))
-    return name.startswith(("%ntid.", "%nctaid.", "iter_"))
-
-
-_mentions_stride = _Property(_is_stride_node)
+_mentions_thread = _Property(_constant_named(lambda name: name in ("%tid.x", "%laneid")))
+# Block and grid sizes and iteration counts: what strides an index (a grid-stride loop's).
+_mentions_stride = _Property(_constant_named(lambda name: name.startswith(("%ntid.", "%nctaid.", "iter_"))))
 
 _WIDE_MEMO: dict[tuple[int, int, bool], tuple[z3.ExprRef, BV]] = {}
 
