@@ -14,6 +14,7 @@ import pytest
 
 from tests.corpus.build import CorpusFile, build_corpus, have_nvcc
 from tests.corpus.gcc import build_gcc_corpus
+from tests.corpus.openmp_lto import build_openmp_lto_corpus
 
 
 def _corpus_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
@@ -39,4 +40,14 @@ def gcc_corpus(tmp_path_factory: pytest.TempPathFactory) -> list[CorpusFile]:
     files = build_gcc_corpus(_corpus_cache_dir(tmp_path_factory))
     if not files:
         pytest.skip("gcc-12-offload-nvptx not installed: run scripts/install-system-deps.sh")
+    return files
+
+
+@pytest.fixture(scope="session")
+def openmp_lto_corpus(tmp_path_factory: pytest.TempPathFactory) -> list[CorpusFile]:
+    """clang's OpenMP offload PTX at the link, device runtime inlined (needs
+    clang-19, clang-tools-19, libomp-19-dev and the CUDA toolkit)."""
+    files = build_openmp_lto_corpus(_corpus_cache_dir(tmp_path_factory))
+    if not files:
+        pytest.skip("clang-19 OpenMP offload not installed: run scripts/install-system-deps.sh")
     return files
