@@ -34,7 +34,7 @@ import numpy as np
 # Kernels whose threads race on memory: their outputs are not a function of the inputs.
 RACY = frozenset({"store_between"})
 # The builds `tests/test_synthesis_unseen.py` names (kept here: `run` needs no ptxasw).
-BUILD_NAMES = ("sm_90", "sm_75-G", "clang-O3", "clang-O1", "clang-O0")
+BUILD_NAMES = ("sm_90", "sm_75-G", "clang-O3", "clang-O1", "clang-O0", "clang-O0g")
 
 
 def prepare(directory: Path, builds: list[str]) -> int:

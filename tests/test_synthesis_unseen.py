@@ -223,11 +223,13 @@ KERNELS: dict[str, tuple[Args, list[tuple[tuple[int, ...], tuple[int, ...]]]]] =
 
 
 # Builds: nvcc optimised for sm_90 and -G for sm_75; clang-19 at -O3, -O1
-# and -O0 for sm_80, without the CUDA headers (its CUDA 13 support stops
-# short of them; `unseen_shim.h` declares what the kernels use, and the half2
-# kernel, which needs cuda_fp16.h, is left out).
+# and -O0, and -O0 -g (its debug build: .loc lines and DWARF sections), for
+# sm_80, without the CUDA headers (its CUDA 13 support stops short of them;
+# `unseen_shim.h` declares what the kernels use, and the half2 kernel, which
+# needs cuda_fp16.h, is left out).
 BUILDS = {"sm_90": ("nvcc", "sm_90", False), "sm_75-G": ("nvcc", "sm_75", True)}
 BUILDS |= {f"clang-{o}": ("clang", f"-{o}", False) for o in ("O3", "O1", "O0")}
+BUILDS["clang-O0g"] = ("clang", "-O0", True)
 
 
 def build_ptx(build: str, out_dir: Path) -> str | None:
@@ -239,9 +241,9 @@ def build_ptx(build: str, out_dir: Path) -> str | None:
     clang = shutil.which("clang-19")
     if clang is None:
         return None
-    out = out_dir / f"unseen-clang{target}.ptx"
+    out = out_dir / f"unseen-clang{target}{'g' if debug else ''}.ptx"
     cmd = [clang, "-x", "cuda", "--cuda-gpu-arch=sm_80", "--cuda-device-only", "-nocudainc", "-nocudalib"]
-    cmd += [target, "-DPTXASW_NO_CUDA_HEADERS", "-S", str(SOURCE), "-o", str(out)]
+    cmd += [target, *(["-g"] if debug else []), "-DPTXASW_NO_CUDA_HEADERS", "-S", str(SOURCE), "-o", str(out)]
     subprocess.run(cmd, check=True, capture_output=True)
     return out.read_text()
 
