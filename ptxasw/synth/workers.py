@@ -153,14 +153,16 @@ def synthesise(
 
 
 def _shares(sources: list[Source], wanted: set[str] | None, jobs: int) -> Iterator[tuple[int, list[str]]]:
-    """The wanted kernels as ``(file index, kernel names)`` shares."""
+    """The wanted kernels as ``(file index, kernel names)`` shares: a file a
+    share for one job (one pass over each file, as before there were jobs)."""
     kernels = [
         (index, fn.name)
         for index, source in enumerate(sources)
         for fn in source.module.kernels
         if wanted is None or fn.name in wanted
     ]
-    size = max(1, -(-len(kernels) // (max(1, jobs) * _SHARES_PER_JOB)))
+    size = len(kernels) if jobs <= 1 else -(-len(kernels) // (jobs * _SHARES_PER_JOB))
+    size = max(1, size)
     for index in range(len(sources)):
         names = [name for i, name in kernels if i == index]
         for start in range(0, len(names), size):
