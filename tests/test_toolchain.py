@@ -30,6 +30,7 @@ from ptxasw.driver.toolkit import (
     find_cuda_toolkit,
     ptxas_script,
 )
+from tests.corpus.openmp_lto import clang_openmp_offload
 
 REPO = Path(__file__).resolve().parent.parent
 SOURCES = REPO / "tests" / "toolchain"
@@ -378,18 +379,7 @@ def test_gcc_openacc_through_the_as_shim(tmp_path: Path) -> None:
     assert run.returncode == 0 and run.stdout.strip() == "21.0"
 
 
-def _clang_openmp_offload() -> str | None:
-    """clang-19 with what an OpenMP offload link needs: the offload packager and
-    linker wrapper (clang-tools-19) and the device runtime (libomp-19-dev)."""
-    clang = shutil.which("clang-19")
-    tools = Path("/usr/lib/llvm-19/bin")
-    runtime = glob.glob("/usr/lib/llvm-19/lib/libomptarget.devicertl.a")
-    if clang and (tools / "clang-linker-wrapper").exists() and (tools / "clang-offload-packager").exists():
-        return clang if runtime else None
-    return None
-
-
-CLANG_OPENMP = _clang_openmp_offload()
+CLANG_OPENMP = clang_openmp_offload()
 
 
 @pytest.mark.skipif(
