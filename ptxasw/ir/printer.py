@@ -46,14 +46,19 @@ def iter_module(module: ir.Module, kernels: Mapping[str, str] | None = None) -> 
     """
     previous: ir.TopLevel | None = None
     for item in module.items:
-        if kernels and isinstance(item, ir.Function) and item.is_kernel and item.name in kernels:
-            lines = kernels[item.name].split("\n")
-        else:
-            lines = _top_level(item)
+        given = _given_text(item, kernels)
+        lines = _top_level(item) if given is None else given.split("\n")
         if previous is not None and _blank_line_between(previous, item):
             lines.insert(0, "")
         yield "\n".join(lines) + "\n"
         previous = item
+
+
+def _given_text(item: ir.TopLevel, kernels: Mapping[str, str] | None) -> str | None:
+    """``item``'s text from ``kernels``, where it is a kernel defined here and named there."""
+    if not kernels or not isinstance(item, ir.Function) or not item.is_kernel or item.body is None:
+        return None
+    return kernels.get(item.name)
 
 
 _GROUPED = ((ir.Version, ir.Target, ir.AddressSize), (ir.VarDecl,), (ir.FileDirective,))
