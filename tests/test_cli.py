@@ -186,7 +186,8 @@ def test_rewrite_in_several_processes_writes_the_same_ptx(tmp_path: Path) -> Non
 
 def test_the_workers_return_kernels_in_order_whatever_order_they_finish_in() -> None:
     """Shares finish in any order (``imap_unordered``); the results are
-    sorted back, and the progress display hears of every kernel once."""
+    sorted back, and the progress display, made for every kernel, hears of
+    each once."""
     from ptxasw.synth.detect import Options
     from ptxasw.synth.workers import Source, synthesise
 
@@ -196,16 +197,18 @@ def test_the_workers_return_kernels_in_order_whatever_order_they_finish_in() -> 
         for path in (fixtures / "vector_loads.ptx", EXAMPLE)
     ]
     heard: list[str] = []
+    totals: list[int] = []
 
     @contextlib.contextmanager
-    def progress() -> Iterator[Callable[[str], None]]:
+    def progress(total: int) -> Iterator[Callable[[str], None]]:
+        totals.append(total)
         yield heard.append
 
     results = synthesise(sources, lambda module: Options(rounding="ptx"), None, 3, progress=progress)
     expected = [(s.path, fn.name) for s in sources for fn in s.module.kernels]
     assert [(r.path, r.name) for r in results] == expected
     assert [r.row["name"] for r in results] == [name for _, name in expected]
-    assert sorted(heard) == sorted(name for _, name in expected)
+    assert sorted(heard) == sorted(name for _, name in expected) and totals == [len(expected)]
     assert all(r.text is None for r in results)  # a report: nothing rewritten
     wanted = synthesise(sources, lambda module: Options(rounding="ptx"), {"quads"}, 1, rewrite=True)
     assert [r.name for r in wanted] == ["quads"] and "shfl.sync" in (wanted[0].text or "")

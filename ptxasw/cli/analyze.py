@@ -53,8 +53,8 @@ def analyze_command(
 ) -> None:
     """Report the shuffle opportunities of each kernel (nothing is rewritten)."""
     from ptxasw.synth.detect import Options
-    from ptxasw.synth.report import report_of_entries
-    from ptxasw.synth.workers import Source, available_jobs, synthesise
+    from ptxasw.synth.report import report
+    from ptxasw.synth.workers import Source, synthesise
 
     options = Options(max_delta=max_delta, mode=mode, time_s=time_budget)
     try:
@@ -62,8 +62,6 @@ def analyze_command(
         check_kernels(sorted({fn.name for source in parsed for fn in source.module.kernels}), kernels)
     except PtxError as exc:
         fail(exc)
-    wanted = set(kernels) or None
-    total = sum(1 for s in parsed for fn in s.module.kernels if wanted is None or fn.name in wanted)
 
     def options_for(module: Any) -> Options:
         assemble = synthesis_assembler(module, rounding)
@@ -72,12 +70,12 @@ def analyze_command(
     results = synthesise(
         parsed,
         options_for,
-        wanted,
-        available_jobs() if jobs == 0 else jobs,
-        progress=lambda: progress_bar("analyze", total, enabled=sys.stderr.isatty()),
+        set(kernels) or None,
+        jobs,
+        progress=lambda total: progress_bar("analyze", total, enabled=sys.stderr.isatty()),
     )
     modules = {source.path: (source.module, source.text) for source in parsed}
-    data = report_of_entries([result.row for result in results], modules, options)
+    data = report([result.row for result in results], modules, options)
     try:
         if html_path:
             from ptxasw.synth.html import render_html

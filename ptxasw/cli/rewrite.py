@@ -50,8 +50,8 @@ def rewrite_command(
 
     from ptxasw.ir.printer import print_module
     from ptxasw.synth.detect import Options
-    from ptxasw.synth.report import report_of_entries
-    from ptxasw.synth.workers import Source, available_jobs, synthesise
+    from ptxasw.synth.report import report
+    from ptxasw.synth.workers import Source, synthesise
 
     try:
         if source != "-" and output != "-" and Path(output).resolve() == Path(source).resolve():
@@ -76,7 +76,7 @@ def rewrite_command(
         [Source(source, module, original)],
         lambda _: options,
         set(kernels) or None,
-        available_jobs() if jobs == 0 else jobs,
+        jobs,
         rewrite=True,
         describe=_summary,
     )
@@ -90,7 +90,7 @@ def rewrite_command(
             write_text(output, text)
         if report_path:
             rows = [result.row for result in results]
-            data = report_of_entries(rows, {source: (module, original)}, options)
+            data = report(rows, {source: (module, original)}, options)
             write_text(report_path, json.dumps(data, indent=1))
     except PtxError as exc:
         fail(exc)

@@ -33,7 +33,6 @@ __all__ = [
     "file_entry",
     "kernel_entry",
     "report",
-    "report_of_entries",
     "source_positions",
 ]
 
@@ -42,42 +41,21 @@ MAX_SOURCE_BYTES = 4 << 20
 
 
 def report(
-    plans: list[tuple[str, KernelPlan]],
-    modules: dict[str, tuple[ir.Module, str]],
-    options: Options,
-    embed_sources: bool = True,
-    positions: dict[str, dict[int, tuple[str, int]]] | None = None,
-) -> dict[str, Any]:
-    """The report of ``plans`` (``(ptx path, plan)``); ``modules`` maps each
-    path to its module and PTX text. ``positions``: each path's
-    `source_positions`, when taken before a rewrite changed the module."""
-    # Each file's lines and source positions once, not once per kernel: a
-    # generated file of 12,000 kernels spent minutes splitting its text again.
-    lines = {path: text.splitlines() for path, (_, text) in modules.items()}
-    known = positions or {}
-    where = {
-        path: known[path] if path in known else source_positions(module)
-        for path, (module, _) in modules.items()
-    }
-    entries = [kernel_entry(path, plan, lines[path], where[path]) for path, plan in plans]
-    return report_of_entries(entries, modules, options, embed_sources)
-
-
-def report_of_entries(
-    entries: list[dict[str, Any]],
+    rows: list[dict[str, Any]],
     modules: dict[str, tuple[ir.Module, str]],
     options: Options,
     embed_sources: bool = True,
 ) -> dict[str, Any]:
-    """The report of kernel rows already made (`kernel_entry`): those of
-    `ptxasw.synth.workers`, made in other processes."""
+    """The report of the kernels' rows (`kernel_entry`, made by
+    `ptxasw.synth.workers`, in this process or another); ``modules`` maps
+    each file's path to its module and PTX text."""
     return {
         "tool": f"ptxasw {__version__}",
         "options": {"mode": options.mode, "max_delta": options.max_delta},
         "files": {
             path: file_entry(path, module, text, embed_sources) for path, (module, text) in modules.items()
         },
-        "kernels": entries,
+        "kernels": rows,
     }
 
 

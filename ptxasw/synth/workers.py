@@ -25,6 +25,7 @@ kernels are synthesised in this process, the same way.
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 import os
 from collections.abc import Callable, Iterator
@@ -36,14 +37,15 @@ from ptxasw.ir.printer import function_text
 from ptxasw.synth.detect import KernelPlan, Options
 from ptxasw.synth.report import kernel_entry, source_positions
 
-__all__ = ["KernelResult", "Source", "available_jobs", "synthesise"]
+__all__ = ["KernelResult", "Source", "synthesise"]
 
 # A worker takes kernels a share at a time: small enough that the slowest
 # shares do not leave the others idle at the end, large enough that a share
 # is more than its pass's walk over the module's functions.
 _SHARES_PER_JOB = 8
 
-Progress = Callable[[], AbstractContextManager[Callable[[str], None]]]
+# Makes a progress display for so many kernels; it is told each kernel's name.
+Progress = Callable[[int], AbstractContextManager[Callable[[str], None]]]
 
 
 @dataclass(frozen=True)
@@ -94,7 +96,7 @@ def _nothing(plan: KernelPlan) -> str:
     return ""
 
 
-def available_jobs() -> int:
+def _available_jobs() -> int:
     """The cores this process may run on (``--jobs 0``)."""
     try:
         return len(os.sched_getaffinity(0))
@@ -110,14 +112,14 @@ def synthesise(
     *,
     rewrite: bool = False,
     describe: Callable[[KernelPlan], str] = _nothing,
-    progress: Progress = lambda: nullcontext(_quiet),
+    progress: Progress = lambda total: nullcontext(_quiet),
 ) -> list[KernelResult]:
     """Each wanted kernel's `KernelResult`, in file and kernel order,
-    synthesised by up to ``jobs`` processes. ``rewrite``: rewrite the
+    synthesised by up to ``jobs`` processes (0: one per core). ``rewrite``: rewrite the
     kernels (the text comes back; this process's modules are left as they
     were only where workers did the rewriting). The report rows take their
     source lines from the modules as they were before. ``progress`` makes a
-    display that is told each kernel's name: as its synthesis begins in this
+    display for the number of kernels, told each kernel's name: as its synthesis begins in this
     process, as its result arrives from a worker. It starts after the
     workers are forked: a progress bar's thread, forked while it held a lock
     (the terminal's), would leave that lock held in every worker."""
@@ -130,10 +132,12 @@ def synthesise(
         rewrite,
         describe,
     )
+    jobs = jobs or _available_jobs()
     try:
         shares = list(_shares(sources, wanted, jobs))
+        total = sum(len(names) for _, names in shares)
         if jobs <= 1 or len(shares) <= 1 or "fork" not in multiprocessing.get_all_start_methods():
-            with progress() as show:
+            with progress(total) as show:
                 done = [_synthesise_share(share, show) for share in shares]
         else:
             done = []
@@ -142,7 +146,7 @@ def synthesise(
             # share answers the same whichever worker, and after whichever
             # shares, it would have run.
             fork = multiprocessing.get_context("fork")
-            with fork.Pool(min(jobs, len(shares)), maxtasksperchild=1) as pool, progress() as show:
+            with fork.Pool(min(jobs, len(shares)), maxtasksperchild=1) as pool, progress(total) as show:
                 for results in pool.imap_unordered(_synthesise_share, shares):
                     done.append(results)
                     for _, _, result in results:
@@ -163,8 +167,8 @@ def _shares(sources: list[Source], wanted: set[str] | None, jobs: int) -> Iterat
     ]
     size = len(kernels) if jobs <= 1 else -(-len(kernels) // (jobs * _SHARES_PER_JOB))
     size = max(1, size)
-    for index in range(len(sources)):
-        names = [name for i, name in kernels if i == index]
+    for index, of_file in itertools.groupby(kernels, key=lambda kernel: kernel[0]):
+        names = [name for _, name in of_file]
         for start in range(0, len(names), size):
             yield index, names[start : start + size]
 

@@ -386,14 +386,14 @@ class SymbolicDomain:
     def ashr(self, a: BV, b: BV) -> BV:
         # bvashr fills with the sign bit for amounts >= width.
         amount = const_value(self._s(b)) if self.simplify_results else None
-        if amount is not None:
+        half = a.size() // 2
+        if amount is not None and amount <= half:
             high = _upper_half(a)
-            if high is not None and amount <= a.size() // 2:
+            if high is not None:
                 # LLVM's sign extension of a 32-bit index, ``(x << 32) >> c``
                 # (clang's OpenMP loops, ``(long)(i + 1)`` after strength
                 # reduction): exactly ``sext(x) << (32 - c)``, which leaves the
                 # index a sum the prover can widen, not a shift it gives up on.
-                half = a.size() // 2
                 wide = self.sext(self.extract(high, half - 1, 0), a.size())
                 return self._s(wide * z3.BitVecVal(1 << (half - amount), a.size()))
         return self._s(a >> b)
