@@ -216,15 +216,23 @@ def test_opaque_collectives_are_consistent() -> None:
 
 
 def test_opaque_read_of_per_thread_unknowns() -> None:
-    """A value holding a per-thread unknown cannot be moved by substitution: it
-    becomes an opaque function of value and lane, the same for the same inputs."""
+    """A per-thread unknown cannot be moved by substitution: in another lane
+    it is an opaque function of the unknown and the lane, the same for the
+    same inputs; the thread ids around it move. A value past the size limit
+    becomes one opaque read as a whole (a reduction's sums stay small)."""
     d = SymbolicDomain(lanes=LaneModel((64, 1, 1)))
     unknown = d.fresh("undef.%r1", 32)
     tid = z3.BitVec("%tid.x", 32)
+    lane = z3.BitVec("%laneid", 32)
     one = d.const(1, 32)
     moved = d.lane_read(unknown + tid, one)
-    assert str(moved).startswith("lane_read32(")
+    read = z3.Function("lane_read32", z3.BitVecSort(32), z3.BitVecSort(32), z3.BitVecSort(32))
+    assert z3.simplify(moved - (read(unknown, one) + tid - lane + 1)).eq(z3.BitVecVal(0, 32))
     assert d.lane_read(unknown + tid, one).eq(moved)
+    big = unknown
+    for k in range(600):
+        big = big * (tid + k)
+    assert str(d.lane_read(big, one)).startswith("lane_read32(")
     uniform = z3.BitVec("param_n", 32) * 3
     assert d.lane_read(uniform, one).eq(uniform)  # the same in every lane
     assert z3.simplify(d.lane_read(tid * 4, one) - (tid - z3.BitVec("%laneid", 32) + 1) * 4).eq(

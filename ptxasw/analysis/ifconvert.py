@@ -173,12 +173,16 @@ class _Converter:
         self._layouts: dict[int, _Layout] = {}  # by statement list, for this pass
         self._builder: FunctionBuilder | None = None
         self._made: list[ir.Instruction] = []  # every copy, kept alive while `origin` holds its id
+        self._visible_loads = False  # the region being tried runs in one thread of each row
+        self._definitions: dict[ir.Register, list[ir.Instruction]] | None = None
 
     def _converts(self, inst: ir.Instruction, predicate: ir.Register | None) -> bool:
-        return _convertible(inst, predicate, self.visible_memory, self.branches_kept)
+        return _convertible(inst, predicate, self.visible_memory, self.branches_kept, self._visible_loads)
 
     def _converts_block(self, block: ir.Block, predicate: ir.Register | None) -> bool:
-        return _convertible_block(block, predicate, self.visible_memory, self.branches_kept)
+        return _convertible_block(
+            block, predicate, self.visible_memory, self.branches_kept, self._visible_loads
+        )
 
     def builder(self) -> FunctionBuilder:
         """Names for the added predicates: a builder over a copy of the
@@ -218,7 +222,51 @@ class _Converter:
         """The guarded statements that replace the branch at ``i`` and what
         follows it, and the index to go on from (the join label); None when
         no shape fits."""
-        return self._acyclic_region(stmts, i) or self._out_of_line_region(stmts, i)
+        self._visible_loads = not self.visible_memory and self._thread_zero_only(stmts[i])
+        try:
+            return self._acyclic_region(stmts, i) or self._out_of_line_region(stmts, i)
+        finally:
+            self._visible_loads = False
+
+    def _thread_zero_only(self, branch: object) -> bool:
+        """Whether ``branch`` skips what follows for every thread but those
+        with ``%tid.x == 0``: GCC's OpenACC "vector single" code, where lane 0
+        of each row loads the offload arguments and broadcasts them (``@%p bra
+        L`` on ``setp.ne %p, %tid.x, 0``, made once at the kernel's entry;
+        ``L: shfl.sync.idx ...``).
+
+        Its loads run in one lane of a row, so none is a shuffle's source or
+        target (`ptxasw.synth.detect` refuses them under their guard): the
+        shuffle synthesis may take such a region guarded, which is what lets
+        the executor see the broadcast values in every lane."""
+        assert isinstance(branch, ir.Instruction) and branch.guard is not None
+        test = self._only_definition(branch.guard.predicate)
+        if test is None or test.opcode != "setp" or len(test.operands) != 3:
+            return False
+        if (".eq" if branch.guard.negated else ".ne") not in test.modifiers:
+            return False
+        a, b = test.operands[1], test.operands[2]
+        if isinstance(a, ir.IntImm):
+            a, b = b, a
+        if not (isinstance(b, ir.IntImm) and b.value == 0 and isinstance(a, ir.Register)):
+            return False
+        if a.name != "%tid":
+            moved = self._only_definition(a)
+            if moved is None or moved.opcode != "mov" or not isinstance(moved.operands[-1], ir.Register):
+                return False
+            a = moved.operands[-1]
+        return a.name == "%tid" and a.selector == "x"
+
+    def _only_definition(self, reg: ir.Register) -> ir.Instruction | None:
+        """The one instruction of the function that writes ``reg``, if it is
+        the only one and unguarded (then every read after it sees its value)."""
+        if self._definitions is None:
+            self._definitions = {}
+            for inst in self.fn.instructions():
+                for written in isa.defs(inst):
+                    self._definitions.setdefault(written, []).append(inst)
+        found = self._definitions.get(reg, [])
+        return found[0] if len(found) == 1 and found[0].guard is None else None
 
     def _acyclic_region(self, stmts: Sequence[object], i: int) -> tuple[list[object], int] | None:
         """The blocks between the branch at ``i`` and its immediate
@@ -670,20 +718,24 @@ def _count(region: Sequence[object]) -> int:
 
 
 def _convertible_block(
-    block: ir.Block, predicate: ir.Register | None, visible_memory: bool, keep: frozenset[int] = frozenset()
+    block: ir.Block,
+    predicate: ir.Register | None,
+    visible_memory: bool,
+    keep: frozenset[int] = frozenset(),
+    visible_loads: bool = False,
 ) -> bool:
     """A nested scope of register declarations and convertible instructions:
     nvcc wraps each 64-bit split or join (``mov.b64 {%temp, %r}, %fd``) in one,
     declaring its ``%temp`` there."""
     for stmt in block.body:
         if isinstance(stmt, ir.Block):
-            if not _convertible_block(stmt, predicate, visible_memory, keep):
+            if not _convertible_block(stmt, predicate, visible_memory, keep, visible_loads):
                 return False
         elif isinstance(stmt, ir.VarDecl):
             if stmt.space != ".reg":
                 return False
         elif isinstance(stmt, ir.Instruction):
-            if not _convertible(stmt, predicate, visible_memory, keep):
+            if not _convertible(stmt, predicate, visible_memory, keep, visible_loads):
                 return False
         elif isinstance(stmt, ir.Label):
             return False
@@ -719,6 +771,7 @@ def _convertible(
     predicate: ir.Register | None,
     visible_memory: bool = True,
     keep: frozenset[int] = frozenset(),
+    visible_loads: bool = False,
 ) -> bool:
     """Register computation (or a thread-private access) that cannot trap or
     touch other lanes, and leaves the branch ``predicate`` (if given) alone."""
@@ -729,7 +782,7 @@ def _convertible(
     if isa.writes_carry(inst) or isa.reads_carry(inst):
         return False
     if isa.memory_effect(inst) != isa.MemoryEffect.NONE:
-        if not _guardable_access(inst, visible_memory):
+        if not _guardable_access(inst, visible_memory, visible_loads):
             return False
     elif not isa.computes_registers(inst):
         return False
@@ -741,7 +794,7 @@ def _plain_guard(inst: ir.Instruction) -> bool:
     return inst.guard is None or not isa.is_special_register(inst.guard.predicate.name)
 
 
-def _guardable_access(inst: ir.Instruction, visible_memory: bool) -> bool:
+def _guardable_access(inst: ir.Instruction, visible_memory: bool, visible_loads: bool = False) -> bool:
     """A plain ``ld``/``st`` of local memory; with ``visible_memory`` also a
     plain load from global or constant memory and a plain load or store
     of global memory or at a generic address.
@@ -765,5 +818,5 @@ def _guardable_access(inst: ir.Instruction, visible_memory: bool) -> bool:
     space = isa.state_space(inst)
     if inst.opcode == "st":
         return space == ".local" or (visible_memory and space in (".global", "generic"))
-    visible = (".global", ".const", "generic") if visible_memory else ()
+    visible = (".global", ".const", "generic") if visible_memory or visible_loads else ()
     return inst.opcode == "ld" and space in (".local", *visible)

@@ -80,6 +80,7 @@ from ptxasw.ir.nodes import (
     VarDecl,
     VarName,
     VectorOperand,
+    Version,
 )
 
 __all__ = [
@@ -632,6 +633,20 @@ class FunctionBuilder:
         inst = Instruction(name, extra + mods, tuple(_operand(o) for o in operands), _guard(guard))
         self.check(inst)
         return inst
+
+    def require_ptx(self, opcode: str) -> None:
+        """Raise the module's ``.version`` to what ``opcode`` needs, where it
+        is older: GCC writes ``.version 6.0``, and ``activemask`` (the corner
+        test of every shuffle) came with PTX ISA 6.2. Only as far as needed:
+        what later versions retire for sm_70 on (``shfl`` and ``vote`` without
+        ``.sync``) stays valid up to 6.3."""
+        needs = isa.lookup(opcode).min_ptx
+        if self.module is None or self.module.version is None or self.module.version >= needs:
+            return
+        for item in self.module.items:
+            if isinstance(item, Version):
+                item.major, item.minor = needs
+                return
 
     def check(self, inst: Instruction) -> None:
         """Raise `BuildError` if ``inst`` is not valid here (see :meth:`instruction`)."""

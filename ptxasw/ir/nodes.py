@@ -14,6 +14,7 @@ equal when they mean the same PTX, which is what the round-trip tests check.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -502,6 +503,7 @@ class ModuleIndex:
     variables: tuple[VarDecl, ...]  # the module-level declarations
     names: frozenset[str]  # every name declared at the top level: variables and functions
     files: dict[int, str]  # ``.file`` index -> path
+    launch_blocks: dict[str, tuple[int, int, int]]  # kernel -> block GCC's offload map fixes
 
     @staticmethod
     def of(items: list[TopLevel]) -> ModuleIndex:
@@ -521,7 +523,36 @@ class ModuleIndex:
             variables=variables,
             names=frozenset(names),
             files={item.index: item.path for item in items if isinstance(item, FileDirective)},
+            launch_blocks=_offload_map_blocks(items),
         )
+
+
+_FUNC_MAP = re.compile(r'//:FUNC_MAP "([^"]+)"((?:\s*,\s*\w+)*)')
+
+
+def _offload_map_blocks(items: list[TopLevel]) -> dict[str, tuple[int, int, int]]:
+    """The block each OpenACC kernel of GCC's offloaded PTX is launched with.
+
+    GCC's nvptx back end writes ``//:FUNC_MAP "kernel", gangs, workers,
+    vector`` for mkoffload; libgomp's nvptx plugin launches the kernel with
+    a block of (vector, workers, 1), taking each dimension that is not 0
+    from this map (0: chosen at run time). Where both are given the shape
+    is as fixed as a ``.reqntid`` would make it; OpenMP kernels (no
+    dimensions) and a run-time worker count give none."""
+    blocks: dict[str, tuple[int, int, int]] = {}
+    for item in items:
+        if not isinstance(item, Comment) or not item.text.startswith("//:FUNC_MAP"):
+            continue
+        found = _FUNC_MAP.match(item.text)
+        if found is None:
+            continue
+        try:
+            dims = [int(d.strip(), 0) for d in found.group(2).split(",")[1:]]
+        except ValueError:
+            continue
+        if len(dims) == 3 and dims[1] > 0 and dims[2] > 0:
+            blocks[found.group(1)] = (dims[2], dims[1], 1)
+    return blocks
 
 
 @dataclass(slots=True)

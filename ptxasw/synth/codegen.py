@@ -116,6 +116,8 @@ def emit_shuffles(
     chosen = [v for v in verdicts if v.rewritten and v.in_kernel]
     if not chosen:
         return []
+    if mode != "nocorner":
+        builder.require_ptx("activemask")
     gen = _Generator(builder, mode, rows_whole, build_cfg(builder.fn))
     gen.prologue({v.delta for v in chosen if v.delta})
     return [gen.site(v) for v in chosen]

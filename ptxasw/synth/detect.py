@@ -714,13 +714,22 @@ class _Detector:
         return value
 
     def _value_at(self, term: z3.ExprRef, k: int) -> int | None:
-        """``term`` evaluated at point ``k`` (memoised per term and point)."""
+        """``term`` evaluated at point ``k`` (memoised per term and point).
+        A value loaded from memory (GCC's offload code reads every pointer
+        from its argument block) is sampled once its address is a number:
+        the same load in two addresses takes the same value."""
         key = (term.get_id(), k)
         hit = self._values.get(key)
         if hit is not None:
             return hit[1]
         point = [(c, self._sample_value(c, k)) for c in self._constants.of(term)]
         value = z3.simplify(z3.substitute(term, *point)) if point else z3.simplify(term)
+        for _ in range(_LOAD_DEPTH):
+            loads = _ground_loads(value)
+            if not loads:
+                break
+            sampled = [(a, z3.BitVecVal(_sample(a.sexpr(), a.size(), k), a.size())) for a in loads]
+            value = z3.simplify(z3.substitute(value, *sampled))
         result = value.as_long() if z3.is_bv_value(value) else None
         self._values[key] = (term, result)
         return result
@@ -742,6 +751,30 @@ def _sample(name: str, bits: int, k: int) -> int:
     if bits == 64:
         return rng.randrange(1 << 20, 1 << 40) * 256
     return rng.randrange(3, 1 << 12)
+
+
+_LOAD_DEPTH = 4  # pointers read through pointers, as deep as `_value_at` samples them
+
+
+def _ground_loads(term: z3.ExprRef) -> list[z3.ExprRef]:
+    """The innermost loads in ``term`` whose addresses are numbers."""
+    found, seen, stack = [], set(), [term]
+    while stack:
+        node = stack.pop()
+        if node.get_id() in seen or not z3.is_app(node):
+            continue
+        seen.add(node.get_id())
+        decl = node.decl()
+        if (
+            node.num_args()
+            and decl.kind() == z3.Z3_OP_UNINTERPRETED
+            and decl.name().startswith("load_")
+            and all(z3.is_bv_value(c) for c in node.children())
+        ):
+            found.append(node)
+            continue
+        stack.extend(node.children())
+    return found
 
 
 def _loads_pointer(address: z3.ExprRef) -> bool:

@@ -1176,8 +1176,9 @@ class SymbolicExecutor:
         self._register_types: dict[str, str | None] | None = None  # see `_declared_width`
         self.budget = budget or Budget()
         self.strict = strict
-        # .reqntid fixes the block shape: %ntid are constants, lanes map to %tid exactly.
-        self.block_shape = _perf_shape(fn, ".reqntid")
+        # .reqntid (or GCC's offload map) fixes the block shape: %ntid are
+        # constants, lanes map to %tid exactly.
+        self.block_shape = _perf_shape(fn, ".reqntid") or module.index().launch_blocks.get(fn.name)
         self.max_block = _perf_shape(fn, ".maxntid")
         self.dom = SymbolicDomain(lanes=LaneModel(self.block_shape))
         # Callees are pasted in at their call sites; calls that could not be

@@ -56,6 +56,7 @@ _LANEMASKS = ("eq", "lt", "le", "gt", "ge")
 # addresses, kernel parameters, loop iteration counters.
 _UNIFORM_PREFIXES = ("%", "&", "param_", "iter_")
 _PER_THREAD_FUNCS = ("load_local_",)
+_MOVE_LIMIT = 400  # nodes of a value whose per-thread unknowns are moved one by one
 
 
 class LaneModel:
@@ -138,7 +139,9 @@ class LaneModel:
             return self._pairs[key]
         lane = self._laneid
         pairs: list[tuple[BV, BV]] = [(lane, src)]
-        if self.rows_whole:
+        if self.rows_whole and self.block is not None and self.block[0] == LANES:
+            pairs.append((self._tid["x"], src))  # a row is a warp: %tid.x is the lane
+        elif self.rows_whole:
             pairs.append((self._tid["x"], _simplify(self._tid["x"] - lane + src)))
         else:
             other = self._linear - lane + src
@@ -203,7 +206,21 @@ class LaneModel:
         is done once, whatever number of lanes it is then moved to."""
         kind = self._classify(value)
         if kind & _PER_THREAD:
-            return lambda src: self._opaque("lane_read", value, src)
+            leaves = self._per_thread_leaves(value) if kind & _PER_LANE else None
+            if not leaves:
+                return lambda src: self._opaque("lane_read", value, src)
+
+            # A small value that mixes thread ids with per-thread unknowns
+            # (GCC's OpenACC code: lane 0 loads the arguments under ``tid.x
+            # == 0``, the others take them from lane 0, so each lane holds
+            # ``If(tid.x == 0, loaded, undefined)``): the ids move, each
+            # unknown becomes what it is in lane src, opaque. Where the
+            # moved condition decides, the unknown drops out.
+            def move_parts(src: BV) -> BV:
+                unknowns = [(leaf, self._opaque("lane_read", leaf, src)) for leaf in leaves]
+                return _simplify(z3.substitute(value, *self.thread_in_lane(src), *unknowns))
+
+            return move_parts
         if not kind & _PER_LANE:
             return lambda src: value  # the same in every lane
 
@@ -224,6 +241,35 @@ class LaneModel:
             return _simplify(z3.If(self.in_row(src), same_row, other))
 
         return move
+
+    def _per_thread_leaves(self, value: BV) -> list[BV] | None:
+        """The per-thread unknowns in ``value`` (variables, ``.local`` loads),
+        or None past `_MOVE_LIMIT` nodes: a warp reduction shuffles its sum
+        again at each level, and the sums of moved parts would double each
+        time where one opaque read stays one node."""
+        ctx = value.ctx.ref()
+        leaves: list[BV] = []
+        seen: set[int] = set()
+        stack = [value.as_ast()]
+        while stack:
+            node = stack.pop()
+            nid = raw.ast_id(ctx, node)
+            if nid in seen or raw.ast_kind(ctx, node) != z3.Z3_APP_AST:
+                continue
+            seen.add(nid)
+            if len(seen) > _MOVE_LIMIT:
+                return None
+            if not self._kinds.get(nid, _PER_THREAD) & _PER_THREAD:
+                continue  # nothing per-thread below
+            decl = raw.app_decl(ctx, node)
+            args = raw.args(ctx, node)
+            if raw.decl_kind(ctx, decl) == z3.Z3_OP_UNINTERPRETED:
+                name = raw.name(ctx, decl)
+                if (not args and _per_thread_variable(name)) or (args and name.startswith(_PER_THREAD_FUNCS)):
+                    leaves.append(z3.z3._to_expr_ref(node, value.ctx))  # type: ignore[attr-defined]
+                    continue
+            stack.extend(args)
+        return leaves
 
     def _told(self, term: BV, kind: int) -> BV:
         """``term`` with its `_classify` kind recorded as ``kind`` unless
