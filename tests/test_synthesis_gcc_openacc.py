@@ -15,8 +15,11 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from ptxasw.emulator.concrete.interpreter import launch
+from ptxasw.emulator.concrete.memory import GLOBAL_WINDOW
 from ptxasw.ir.printer import print_module
 from ptxasw.parser import parse_ptx
 from ptxasw.synth.detect import Options
@@ -75,3 +78,38 @@ def test_the_rewrite_assembles(synthesised: tuple[dict, str], tmp_path: Path) ->
         check=False,
     )
     assert proc.returncode == 0, proc.stderr
+
+
+def _smooth(text: str, x: np.ndarray, gangs: int) -> np.ndarray:
+    """Run ``smooth1d`` as libgomp would: one u64 parameter, the offload
+    argument block, whose slots hold the addresses of the variables' homes
+    (``x`` and ``y`` through a pointer each, and the loop's last index ``n -
+    1``, which the host computes, directly). Everything
+    lives in one buffer, the launch's first allocation, so its addresses are
+    known before the launch."""
+    n = x.size
+    heap = np.zeros(16384 + 4 * n, np.uint8)
+    base = GLOBAL_WINDOW
+    x_at, y_at = 1024, 1024 + 4 * n + 256
+    assert y_at + 4 * n <= heap.size
+    slots = heap[:512].view(np.uint64)
+    slots[1], slots[3], slots[4] = base + 256, base + 264, base + 272  # [ar0+8], [ar0+24], [ar0+32]
+    slots[32], slots[33] = base + x_at, base + y_at  # the homes of x's and y's addresses
+    heap[272:276].view(np.int32)[0] = n - 1
+    heap[x_at : x_at + 4 * n] = x.view(np.uint8)
+    launch(parse_ptx(text, str(FIXTURE)), SMOOTH, (gangs,), (32, 1, 1), [heap])
+    return heap[y_at : y_at + 4 * n].view(np.float32).copy()
+
+
+@pytest.mark.parametrize(("n", "gangs"), [(100, 1), (77, 2), (300, 3), (33, 1)])
+def test_the_rewritten_fortran_stencil_computes_the_same_bits(
+    synthesised: tuple[dict, str], n: int, gangs: int
+) -> None:
+    _, text = synthesised
+    x = np.random.default_rng(n).standard_normal(n).astype(np.float32)
+    original = _smooth(FIXTURE.read_text(), x, gangs)
+    rewritten = _smooth(text, x, gangs)
+    assert np.array_equal(original.view(np.uint32), rewritten.view(np.uint32))
+    expected = np.zeros(n, np.float32)
+    expected[1:-1] = 0.25 * x[:-2] + 0.5 * x[1:-1] + 0.25 * x[2:]
+    np.testing.assert_allclose(original, expected, rtol=1e-5, atol=1e-6)
