@@ -105,7 +105,7 @@ def _print_text(data: dict[str, Any]) -> None:
         table.add_column(column, justify="right" if column not in ("kernel", "file", "status") else "left")
     for k in data["kernels"]:
         avg = "-" if k["average_delta"] is None else f"{k['average_delta']:.2f}"
-        status = k["status"] if k["status"] == "complete" else f"partial: {k['reason']}"
+        status = k["status"] if k["status"] == "complete" else f"{k['status']}: {k['reason']}"
         table.add_row(
             k["name"],
             Path(k["file"]).name,

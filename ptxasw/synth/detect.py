@@ -382,6 +382,12 @@ class _Detector:
         ok = True
         for flow, j in self.occurrences.get(key, []):
             address = flow.trace[j].address
+            guard = flow.trace[j].guard
+            if address is not None and guard is not None:
+                # Where the load runs: GCC's lane-0 prologue, if-converted,
+                # loads through registers that hold If(tid.x == 0, pointer, undefined).
+                held = [(part, z3.BoolVal(True)) for part in _conjuncts_of(guard)]
+                address = z3.simplify(z3.substitute(address, *held))
             if address is None or not self._points_to_global(address):
                 ok = False
                 break
@@ -716,8 +722,9 @@ class _Detector:
     def _value_at(self, term: z3.ExprRef, k: int) -> int | None:
         """``term`` evaluated at point ``k`` (memoised per term and point).
         A value loaded from memory (GCC's offload code reads every pointer
-        from its argument block) is sampled once its address is a number:
-        the same load in two addresses takes the same value."""
+        from its argument block) is sampled once its address is a number,
+        as is any opaque value of numbers (`_ground_applications`): the same
+        one in two addresses takes the same value."""
         key = (term.get_id(), k)
         hit = self._values.get(key)
         if hit is not None:
@@ -725,10 +732,10 @@ class _Detector:
         point = [(c, self._sample_value(c, k)) for c in self._constants.of(term)]
         value = z3.simplify(z3.substitute(term, *point)) if point else z3.simplify(term)
         for _ in range(_LOAD_DEPTH):
-            loads = _ground_loads(value)
-            if not loads:
+            unknown = _ground_applications(value)
+            if not unknown:
                 break
-            sampled = [(a, z3.BitVecVal(_sample(a.sexpr(), a.size(), k), a.size())) for a in loads]
+            sampled = [(a, z3.BitVecVal(_sample(a.sexpr(), a.size(), k), a.size())) for a in unknown]
             value = z3.simplify(z3.substitute(value, *sampled))
         result = value.as_long() if z3.is_bv_value(value) else None
         self._values[key] = (term, result)
@@ -753,11 +760,18 @@ def _sample(name: str, bits: int, k: int) -> int:
     return rng.randrange(3, 1 << 12)
 
 
-_LOAD_DEPTH = 4  # pointers read through pointers, as deep as `_value_at` samples them
+_LOAD_DEPTH = 4  # opaque values nested in opaque values, as deep as `_value_at` samples them
 
 
-def _ground_loads(term: z3.ExprRef) -> list[z3.ExprRef]:
-    """The innermost loads in ``term`` whose addresses are numbers."""
+def _conjuncts_of(cond: z3.BoolRef) -> list[z3.BoolRef]:
+    """``cond``'s conjuncts (itself if it is no conjunction)."""
+    return list(cond.children()) if z3.is_and(cond) else [cond]
+
+
+def _ground_applications(term: z3.ExprRef) -> list[z3.ExprRef]:
+    """The innermost opaque values in ``term`` whose arguments are numbers: a
+    load at a known address, another lane's value of a per-thread unknown
+    (``lane_read32(loop_x, 0)``, a loop's value broadcast from lane 0)."""
     found, seen, stack = [], set(), [term]
     while stack:
         node = stack.pop()
@@ -768,7 +782,7 @@ def _ground_loads(term: z3.ExprRef) -> list[z3.ExprRef]:
         if (
             node.num_args()
             and decl.kind() == z3.Z3_OP_UNINTERPRETED
-            and decl.name().startswith("load_")
+            and z3.is_bv(node)
             and all(z3.is_bv_value(c) for c in node.children())
         ):
             found.append(node)

@@ -58,6 +58,7 @@ table.summary td.kernel { word-break: break-all; max-width: 34em; }
 table.summary tfoot td { font-weight: 600; border-bottom: none; }
 .status-complete { color: var(--shuffle-edge); }
 .status-partial { color: #9a6700; }
+.status-error { color: #cf222e; }
 .legend { margin: .3em 0 .8em; color: var(--muted); }
 .swatch { display: inline-block; padding: 0 .5em; margin-right: .6em; border-radius: 3px; color: var(--fg); }
 .swatch.load-shuffle { background: var(--shuffle); box-shadow: inset 3px 0 var(--shuffle-edge); }
@@ -220,7 +221,11 @@ def _totals(kernels: list[Mapping[str, Any]]) -> str:
     average = sum(a * w for a, w in weighted) / weight if weight else None
     seconds = sum(float(k.get("analysis_seconds") or 0.0) for k in kernels)
     partial = sum(1 for k in kernels if k.get("status") == "partial")
-    status = f"{partial} partial" if partial else "all complete"
+    errors = sum(1 for k in kernels if k.get("status") == "error")
+    status = (
+        ", ".join([f"{partial} partial"] * bool(partial) + [f"{errors} not synthesised"] * bool(errors))
+        or "all complete"
+    )
     return (
         f'<tfoot><tr><td>{len(kernels)} kernels</td><td></td><td class="num">{loads}</td>'
         f'<td class="num">{shuffles}</td><td class="num">{_average(average)}</td>'

@@ -94,6 +94,22 @@ def kernel_entry(
     }
 
 
+def failed_entry(path: str, kernel: str, why: str) -> dict[str, Any]:
+    """The row of a kernel whose synthesis failed (an instruction the rewrite
+    could not build, an internal error): said, never left out of the table."""
+    return {
+        "name": kernel,
+        "file": path,
+        "status": "error",
+        "reason": why,
+        "loads": 0,
+        "shuffles": 0,
+        "average_delta": None,
+        "analysis_seconds": 0.0,
+        "loads_detail": [],
+    }
+
+
 def corner_lanes(delta: int, rows_whole: bool) -> str | None:
     """Which lanes still load, in words."""
     if delta == 0:
