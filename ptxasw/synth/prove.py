@@ -137,6 +137,12 @@ def prove_sites(
             runs = len(loads_at.get(id(loads[k]), [])) // element_count(loads[k])
             if outcomes[k] == PROVED and seen[k] != runs:
                 outcomes[k] = "failed: the rewrite runs the site a different number of times"
+        if any(outcome != PROVED for outcome in outcomes):
+            # A failed site's stand-in is not put back, so the stores would
+            # "differ" for it and the verdict would hide the site's own reason
+            # and fail every other site with it. The caller proves again
+            # without the failed sites, and that round compares the stores.
+            continue
         problem = _stores_differ(prover, hypotheses, old, new, replaced)
         if problem is not None:
             return ProofResult([problem] * len(sites), assumptions, rewritten)
