@@ -113,3 +113,48 @@ def test_the_rewritten_fortran_stencil_computes_the_same_bits(
     expected = np.zeros(n, np.float32)
     expected[1:-1] = 0.25 * x[:-2] + 0.5 * x[1:-1] + 0.25 * x[2:]
     np.testing.assert_allclose(original, expected, rtol=1e-5, atol=1e-6)
+
+
+JACOBI = "__stencils_MOD_jacobi2d$_omp_fn$0"
+
+
+def _jacobi(text: str, u: np.ndarray, gangs: int) -> np.ndarray:
+    """``jacobi2d`` (a gang loop over ``j``, a vector loop over ``i``) with
+    its argument block: every slot the address of a home, the homes holding
+    ``u``'s and ``v``'s addresses, the ``j`` loop's last index (``ny - 1``),
+    each array's offset and column stride (Fortran's ``-(1 + nx)`` and
+    ``nx``, 1-based, column-major) and ``nx``."""
+    nx, ny = u.shape
+    n = nx * ny
+    heap = np.zeros(8192 + 16 * n, np.uint8)
+    base = GLOBAL_WINDOW
+    u_at, v_at = 2048, 4096 + 8 * n
+    slots = heap[:512].view(np.uint64)
+    for k, offset in enumerate((8, 24, 32, 40, 48, 56, 64, 72)):
+        slots[offset // 8] = base + 512 + 8 * k
+    homes = heap[512:576].view(np.int64)
+    homes[:] = (base + u_at, base + v_at, ny - 1, -(1 + nx), nx, -(1 + nx), nx, nx)
+    heap[u_at : u_at + 8 * n] = u.ravel(order="F").view(np.uint8)
+    launch(parse_ptx(text, str(FIXTURE)), JACOBI, (gangs,), (32, 1, 1), [heap])
+    return heap[v_at : v_at + 8 * n].view(np.float64).reshape((nx, ny), order="F").copy()
+
+
+def test_the_fortran_jacobi_shuffles_its_right_neighbour(synthesised: tuple[dict, str]) -> None:
+    """``u(i+1, j)`` from ``u(i-1, j)`` two lanes on (the vector loop's
+    ``i``); the row above and below are other rows."""
+    plans, _ = synthesised
+    assert [v.delta for v in plans[JACOBI].chosen] == [2]
+
+
+@pytest.mark.parametrize(("nx", "ny", "gangs"), [(40, 7, 1), (40, 7, 2), (70, 5, 3), (33, 4, 1)])
+def test_the_rewritten_fortran_jacobi_computes_the_same_bits(
+    synthesised: tuple[dict, str], nx: int, ny: int, gangs: int
+) -> None:
+    _, text = synthesised
+    u = np.random.default_rng(nx * ny).standard_normal((nx, ny))
+    original = _jacobi(FIXTURE.read_text(), u, gangs)
+    rewritten = _jacobi(text, u, gangs)
+    assert np.array_equal(original.view(np.uint64), rewritten.view(np.uint64))
+    expected = np.zeros((nx, ny))
+    expected[1:-1, 1:-1] = 0.25 * (u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:])
+    np.testing.assert_allclose(original, expected, rtol=1e-12, atol=1e-12)

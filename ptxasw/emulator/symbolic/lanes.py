@@ -206,9 +206,10 @@ class LaneModel:
         is done once, whatever number of lanes it is then moved to."""
         kind = self._classify(value)
         if kind & _PER_THREAD:
-            leaves = self._per_thread_leaves(value) if kind & _PER_LANE else None
-            if not leaves:
+            found = self._per_thread_leaves(value) if kind & _PER_LANE else None
+            if found is None:
                 return lambda src: self._opaque("lane_read", value, src)
+            leaves, reads = found
 
             # A small value that mixes thread ids with per-thread unknowns
             # (GCC's OpenACC code: lane 0 loads the arguments under ``tid.x
@@ -217,8 +218,17 @@ class LaneModel:
             # unknown becomes what it is in lane src, opaque. Where the
             # moved condition decides, the unknown drops out.
             def move_parts(src: BV) -> BV:
+                ids = self.thread_in_lane(src)
+                # What another lane held (``lane_read32(x, 0)``: lane 0's x)
+                # moves with its lane argument only; the unknowns inside it
+                # are that lane's already. Set aside while the rest moves.
+                holes = [(read, z3.FreshConst(read.sort(), "lane_hole")) for read in reads]
                 unknowns = [(leaf, self._opaque("lane_read", leaf, src)) for leaf in leaves]
-                return _simplify(z3.substitute(value, *self.thread_in_lane(src), *unknowns))
+                moved = z3.substitute(z3.substitute(value, *holes), *ids, *unknowns) if holes else value
+                if holes:
+                    back = [(hole, z3.substitute(read, *ids)) for read, hole in holes]
+                    return _simplify(z3.substitute(moved, *back))
+                return _simplify(z3.substitute(value, *ids, *unknowns))
 
             return move_parts
         if not kind & _PER_LANE:
@@ -242,13 +252,15 @@ class LaneModel:
 
         return move
 
-    def _per_thread_leaves(self, value: BV) -> list[BV] | None:
-        """The per-thread unknowns in ``value`` (variables, ``.local`` loads),
-        or None past `_MOVE_LIMIT` nodes: a warp reduction shuffles its sum
-        again at each level, and the sums of moved parts would double each
-        time where one opaque read stays one node."""
+    def _per_thread_leaves(self, value: BV) -> tuple[list[BV], list[BV]] | None:
+        """The per-thread unknowns in ``value`` (variables, ``.local`` loads)
+        and the values of other lanes in it (``lane_read``, not looked
+        into), or None past `_MOVE_LIMIT` nodes: a warp reduction shuffles
+        its sum again at each level, and the sums of moved parts would
+        double each time where one opaque read stays one node."""
         ctx = value.ctx.ref()
         leaves: list[BV] = []
+        reads: list[BV] = []
         seen: set[int] = set()
         stack = [value.as_ast()]
         while stack:
@@ -268,8 +280,11 @@ class LaneModel:
                 if (not args and _per_thread_variable(name)) or (args and name.startswith(_PER_THREAD_FUNCS)):
                     leaves.append(z3.z3._to_expr_ref(node, value.ctx))  # type: ignore[attr-defined]
                     continue
+                if args and name.startswith("lane_read"):
+                    reads.append(z3.z3._to_expr_ref(node, value.ctx))  # type: ignore[attr-defined]
+                    continue
             stack.extend(args)
-        return leaves
+        return leaves, reads
 
     def _told(self, term: BV, kind: int) -> BV:
         """``term`` with its `_classify` kind recorded as ``kind`` unless
