@@ -4,7 +4,9 @@
 ``tests/corpus/gcc/acc_fortran.f90`` (``-O2 -fopenacc -foffload=nvptx-none``);
 `tests/test_synthesis_gcc_openacc.py` checks its rewrite in the interpreter.
 This runs its ``smooth1d`` (``y(i) = x(i-1)/4 + x(i)/2 + x(i+1)/4``, both
-neighbours shuffles of ``x(i)``), original and rewritten, on the same inputs,
+neighbours shuffles of ``x(i)``) and ``jacobi2d`` (a gang loop over ``j``, a
+vector loop over ``i``: ``u(i+1, j)`` a shuffle of ``u(i-1, j)``), original and
+rewritten, on the same inputs,
 as libgomp launches it: blocks of (vector 32, one worker), one parameter,
 the offload argument block, whose slots hold the addresses of ``x``'s and
 ``y``'s addresses and of the loop's last index. In two steps, because the
@@ -34,6 +36,10 @@ import numpy as np
 FIXTURE = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "acc_fortran_gcc12.ptx"
 KERNEL = "__stencils_MOD_smooth1d$_omp_fn$0"
 OURS = "rewritten"
+JACOBI = "__stencils_MOD_jacobi2d$_omp_fn$0"
+# (nx, ny, gangs): exactness first, then L2-resident and DRAM-bound sizes.
+JACOBI_EXACT = [(40, 7, 1), (70, 5, 3), (1000, 37, 4)]
+JACOBI_TIMED = [(1024, 512, 510), (8192, 2048, 2046), (8192, 2048, 256)]
 # (elements, gangs): exactness first, then timed sizes.
 EXACT = [(100, 1), (77, 2), (300, 3), (33, 1), (1000, 5)]
 TIMED = [(1 << 20, 1 << 15), (1 << 22, 1 << 17), (1 << 22, 1 << 12), (1 << 26, 1 << 21), (1 << 26, 1 << 14)]
@@ -47,11 +53,73 @@ def prepare(directory: Path) -> int:
     return subprocess.run(cmd, check=False).returncode
 
 
+def _time(cp: Any, launch: dict[str, Any], runs: int, reps: int) -> dict[str, float]:
+    """Median ms a launch per variant: ``reps`` launches a sample, ``runs``
+    samples, the variants interleaved."""
+    start, stop = cp.cuda.Event(), cp.cuda.Event()
+    samples: dict[str, list[float]] = {v: [] for v in launch}
+    for _ in range(runs):
+        for variant, go in launch.items():
+            start.record()
+            for _ in range(reps):
+                go()
+            stop.record()
+            stop.synchronize()
+            samples[variant].append(cp.cuda.get_elapsed_time(start, stop) / reps)
+    return {v: float(np.median(s)) for v, s in samples.items()}
+
+
+def _jacobi(cp: Any, modules: dict[str, Any], runs: int, reps: int) -> list[dict[str, Any]]:
+    """``jacobi2d``: its argument block's homes hold ``u``'s and ``v``'s
+    addresses, ``ny - 1``, each array's offset and column stride and ``nx``
+    (`tests/test_synthesis_gcc_openacc.py`)."""
+    kernels = {v: m.get_function(JACOBI) for v, m in modules.items()}
+    rows = []
+    for nx, ny, gangs in JACOBI_EXACT + JACOBI_TIMED:
+        host = np.random.default_rng(nx * ny).standard_normal((nx, ny))
+        u = cp.asarray(host.ravel(order="F"))
+        outputs = {v: cp.zeros(nx * ny, cp.float64) for v in kernels}
+        keep, calls = [], {}
+        for variant, v in outputs.items():
+            homes = cp.asarray(
+                np.array([u.data.ptr, v.data.ptr, ny - 1, -(1 + nx), nx, -(1 + nx), nx, nx], np.int64)
+            )
+            block = cp.zeros(10, cp.uint64)
+            for k, slot in enumerate((1, 3, 4, 5, 6, 7, 8, 9)):
+                block[slot] = homes.data.ptr + 8 * k
+            keep.append((homes, block))
+            arg = (np.uint64(block.data.ptr),)
+            calls[variant] = lambda k=kernels[variant], a=arg, g=gangs: k((g,), (32, 1, 1), a)
+        for go in calls.values():
+            go()
+        cp.cuda.Device().synchronize()
+        expected = np.zeros((nx, ny))
+        expected[1:-1, 1:-1] = 0.25 * (host[:-2, 1:-1] + host[2:, 1:-1] + host[1:-1, :-2] + host[1:-1, 2:])
+        got = cp.asnumpy(outputs["original"]).reshape((nx, ny), order="F")
+        row: dict[str, Any] = {
+            "kernel": "jacobi2d",
+            "nx": nx,
+            "ny": ny,
+            "gangs": gangs,
+            "equal": bool(cp.array_equal(outputs["original"].view(cp.uint64), outputs[OURS].view(cp.uint64))),
+            "max_error_vs_numpy": float(np.abs(got - expected).max()),
+        }
+        if (nx, ny, gangs) in JACOBI_TIMED:
+            ms = _time(cp, calls, runs, reps)
+            row |= {f"ms_{v}": t for v, t in ms.items()}
+            row["speedup"] = ms["original"] / ms[OURS]
+            row["a_a"] = ms["original"] / ms["original_again"]
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    return rows
+
+
 def run(directory: Path, runs: int = 51, reps: int = 50) -> dict[str, Any]:
     import cupy as cp
 
     paths = {"original": "original.ptx", "original_again": "original.ptx", "rewritten": "rewritten.ptx"}
-    kernels = {v: cp.RawModule(path=str(directory / p)).get_function(KERNEL) for v, p in paths.items()}
+    modules = {v: cp.RawModule(path=str(directory / p)) for v, p in paths.items()}
+    kernels = {v: m.get_function(KERNEL) for v, m in modules.items()}
     rows: list[dict[str, Any]] = []
     for n, gangs in EXACT + TIMED:
         x = cp.asarray(np.random.default_rng(n).standard_normal(n).astype(np.float32))
@@ -70,6 +138,7 @@ def run(directory: Path, runs: int = 51, reps: int = 50) -> dict[str, Any]:
         expected = np.zeros(n, np.float32)
         expected[1:-1] = 0.25 * host[:-2] + 0.5 * host[1:-1] + 0.25 * host[2:]
         row: dict[str, Any] = {
+            "kernel": "smooth1d",
             "elements": n,
             "gangs": gangs,
             "equal": bool(
@@ -78,25 +147,23 @@ def run(directory: Path, runs: int = 51, reps: int = 50) -> dict[str, Any]:
             "max_error_vs_numpy": float(np.abs(cp.asnumpy(outputs["original"]) - expected).max()),
         }
         if (n, gangs) in TIMED:
-            start, stop = cp.cuda.Event(), cp.cuda.Event()
-            samples: dict[str, list[float]] = {v: [] for v in kernels}
-            for _ in range(runs):
-                for variant, kernel in kernels.items():
-                    arg = (np.uint64(blocks[variant][1].data.ptr),)
-                    start.record()
-                    for _ in range(reps):
-                        kernel((gangs,), (32, 1, 1), arg)
-                    stop.record()
-                    stop.synchronize()
-                    samples[variant].append(cp.cuda.get_elapsed_time(start, stop) / reps)
-            ms = {v: float(np.median(s)) for v, s in samples.items()}
+            args = {v: (np.uint64(blocks[v][1].data.ptr),) for v in kernels}
+            calls = {v: lambda k=k, a=args[v], g=gangs: k((g,), (32, 1, 1), a) for v, k in kernels.items()}
+            ms = _time(cp, calls, runs, reps)
             row |= {f"ms_{v}": t for v, t in ms.items()}
             row["speedup"] = ms["original"] / ms["rewritten"]
             row["a_a"] = ms["original"] / ms["original_again"]
         rows.append(row)
         print(json.dumps(row), flush=True)
+    rows += _jacobi(cp, modules, runs, reps)
     name = cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
-    return {"device": name, "kernel": KERNEL, "runs": runs, "launches_per_sample": reps, "rows": rows}
+    return {
+        "device": name,
+        "kernels": [KERNEL, JACOBI],
+        "runs": runs,
+        "launches_per_sample": reps,
+        "rows": rows,
+    }
 
 
 def main() -> int:

@@ -270,9 +270,11 @@ def test_loads_in_branches_get_their_shuffles_above_the_branch() -> None:
     assert deltas == [0, 1], [v.reason for plan in synthesis.plans for v in plan.verdicts]
     lines = print_module(module).splitlines()
     shuffle = next(k for k, line in enumerate(lines) if "shfl.sync" in line)
+    corner = max(k for k in range(shuffle) if "activemask" in lines[k])
     branch = next(k for k in range(shuffle, len(lines)) if "bra" in lines[k])
-    # The shuffle and the fallback load under the branch's condition, then the branch.
-    above = lines[shuffle:branch]
+    # The corner test, the fallback load under the branch's condition, the
+    # shuffle, then the branch.
+    above = lines[corner:branch]
     assert not any(line.endswith(":") for line in above), above
     assert any("@%sw" in line and "ld.global" in line for line in above), above
     for block, grid, cut in ((48, 1, 0), (8, 2, -3), (32, 2, 5)):

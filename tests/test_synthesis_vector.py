@@ -71,7 +71,8 @@ def test_vector_loads_are_sources_and_targets() -> None:
 
 def test_a_vector_target_becomes_one_corner_test_and_its_own_fallback() -> None:
     """``p[i+1]`` becomes two shuffles behind one corner test, and the edge
-    lanes load the whole pair as before; the fallback reads both registers."""
+    lanes load the whole pair as before (into registers of its own, ahead of
+    the shuffles) and move both into the load's registers."""
     module, _ = _synthesize(FIXTURE.read_text())
     text = print_module(module)
     pairs = text[text.index(".entry pairs") : text.index(".entry quads")]
@@ -80,10 +81,12 @@ def test_a_vector_target_becomes_one_corner_test_and_its_own_fallback() -> None:
     fallback = [
         line for line in pairs.splitlines() if "ld.global.v2.f32" in line and line.lstrip().startswith("@")
     ]
-    assert len(fallback) == 1 and "{%f3, %f4}" in fallback[0]
+    assert len(fallback) == 1 and "{%swfb0, %swfb1}" in fallback[0]
+    guard = fallback[0].split()[0]
+    assert f"{guard} mov.f32 \t%f3, %swfb0;" in pairs and f"{guard} mov.f32 \t%f4, %swfb1;" in pairs
     quads = text[text.index(".entry quads") : text.index(".entry split")]
     # 64-bit elements travel as two 32-bit shuffles; the sink stays a sink.
-    assert quads.count("shfl.sync.down.b32") == 2 and "{%fd3, _}" in quads
+    assert quads.count("shfl.sync.down.b32") == 2 and "{%swfb0, _}" in quads
 
 
 @pytest.mark.parametrize(
