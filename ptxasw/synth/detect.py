@@ -54,6 +54,7 @@ import z3
 
 from ptxasw import ir
 from ptxasw.analysis.cfg import CFG
+from ptxasw.emulator.symbolic import raw
 from ptxasw.emulator.symbolic.executor import Access, Budget, Flow, KernelAnalysis, SymbolicExecutor
 from ptxasw.ir import isa
 from ptxasw.synth.solver import NO_WRAP, Prover, TermConstants, lanes_may_write, nonlinear, shift_thread
@@ -733,6 +734,8 @@ class _Detector:
         value = z3.simplify(z3.substitute(term, *point)) if point else z3.simplify(term)
         for _ in range(_LOAD_DEPTH):
             unknown = _ground_applications(value)
+            if unknown is None:
+                break  # too large to sample: no number
             if not unknown:
                 break
             sampled = [(a, z3.BitVecVal(_sample(a.sexpr(), a.size(), k), a.size())) for a in unknown]
@@ -761,6 +764,7 @@ def _sample(name: str, bits: int, k: int) -> int:
 
 
 _LOAD_DEPTH = 4  # opaque values nested in opaque values, as deep as `_value_at` samples them
+_SAMPLED_NODES = 120  # the largest value whose opaque parts `_value_at` samples
 
 
 def _conjuncts_of(cond: z3.BoolRef) -> list[z3.BoolRef]:
@@ -768,26 +772,39 @@ def _conjuncts_of(cond: z3.BoolRef) -> list[z3.BoolRef]:
     return list(cond.children()) if z3.is_and(cond) else [cond]
 
 
-def _ground_applications(term: z3.ExprRef) -> list[z3.ExprRef]:
+def _ground_applications(term: z3.ExprRef) -> list[z3.ExprRef] | None:
     """The innermost opaque values in ``term`` whose arguments are numbers: a
     load at a known address, another lane's value of a per-thread unknown
-    (``lane_read32(loop_x, 0)``, a loop's value broadcast from lane 0)."""
-    found, seen, stack = [], set(), [term]
+    (``lane_read32(loop_x, 0)``, a loop's value broadcast from lane 0); None
+    past `_SAMPLED_NODES` nodes. Walked through Z3's C API (`raw`): the guess
+    asks this of every sampled address. An address computed from loaded
+    data (a gather: tricubic interpolation's cell from its coordinates) is
+    large and its delta is rarely constant: sampling it tripled that
+    kernel's detection for nothing."""
+    if z3.is_bv_value(term):
+        return []
+    ctx = term.ctx.ref()
+    found: list[z3.ExprRef] = []
+    seen: set[int] = set()
+    stack = [term.as_ast()]
     while stack:
         node = stack.pop()
-        if node.get_id() in seen or not z3.is_app(node):
+        nid = raw.ast_id(ctx, node)
+        if nid in seen or raw.ast_kind(ctx, node) != z3.Z3_APP_AST:
             continue
-        seen.add(node.get_id())
-        decl = node.decl()
-        if (
-            node.num_args()
-            and decl.kind() == z3.Z3_OP_UNINTERPRETED
-            and z3.is_bv(node)
-            and all(z3.is_bv_value(c) for c in node.children())
-        ):
-            found.append(node)
+        seen.add(nid)
+        if len(seen) > _SAMPLED_NODES:
+            return None
+        args = raw.args(ctx, node)
+        if not args:
             continue
-        stack.extend(node.children())
+        decl = raw.app_decl(ctx, node)
+        if raw.decl_kind(ctx, decl) == z3.Z3_OP_UNINTERPRETED and all(raw.is_numeral(ctx, a) for a in args):
+            expr = z3.z3._to_expr_ref(node, term.ctx)  # type: ignore[attr-defined]
+            if z3.is_bv(expr):
+                found.append(expr)
+                continue
+        stack.extend(args)
     return found
 
 
