@@ -18,7 +18,8 @@ set -u
 # PIRCH speed benchmark and its tests (benchmarks/pirch/ref_opencl).
 # clang-tools-19 (clang-offload-packager, clang-linker-wrapper) and libomp-19-dev (the
 # OpenMP device runtime): clang's OpenMP offload build, linked through a shadow toolkit.
-PACKAGES=(clang-19 clang-tools-19 libomp-19-dev gcc-12-offload-nvptx chromium pocl-opencl-icd
+# gfortran-12: Fortran OpenACC offloaded by GCC (gcc-12-offload-nvptx holds its libgfortran).
+PACKAGES=(clang-19 clang-tools-19 libomp-19-dev gcc-12-offload-nvptx gfortran-12 chromium pocl-opencl-icd
     ocl-icd-opencl-dev opencl-headers clinfo)
 
 if [ "$(id -u)" -eq 0 ]; then

@@ -379,6 +379,43 @@ def test_gcc_openacc_through_the_as_shim(tmp_path: Path) -> None:
     assert run.returncode == 0 and run.stdout.strip() == "21.0"
 
 
+GFORTRAN = shutil.which("gfortran-12") if GCC is not None else None
+
+
+@pytest.mark.skipif(
+    GFORTRAN is None, reason="gfortran-12 with nvptx offloading missing: run scripts/install-system-deps.sh"
+)
+def test_gfortran_openacc_through_the_as_shim(tmp_path: Path) -> None:
+    """A Fortran OpenACC build through GCC's ``as`` shim with every proven
+    shuffle taken: GCC's lane-0 argument broadcasts followed, the stencils'
+    neighbours shuffled (`tests/test_synthesis_gcc_openacc.py` checks that
+    PTX in the interpreter), the module's ``.version`` raised for
+    ``activemask``; the program links and runs (on the host here)."""
+    assert GFORTRAN is not None
+    log = tmp_path / "w.jsonl"
+    exe = tmp_path / "stencils"
+    cmd = [
+        GFORTRAN,
+        "-O2",
+        "-fopenacc",
+        "-foffload=nvptx-none",
+        f"-foffload-options=nvptx-none=-Wa,--no-verify -B{GCC_SHIM_DIR}",
+        str(REPO / "tests" / "corpus" / "gcc" / "acc_fortran.f90"),
+        "-o",
+        str(exe),
+    ]
+    env = {**hook_env(log, None), "PTXASW_PROFIT": "always"}
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    (rec,) = log_records(log)
+    assert rec["tool"] == "as" and rec["status"] == "ok" and rec["real_exit"] == 0
+    (done,) = rec["inputs"]
+    synthesis = next(p for p in done["passes"] if p["name"] == "shuffle-synthesis")
+    assert done["rewritten"] is True and synthesis["shuffles"] == 3 and synthesis["partial"] == 0
+    run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0 and [float(v) for v in run.stdout.split()] == [2.0, 1.0, 0.0]
+
+
 CLANG_OPENMP = clang_openmp_offload()
 
 
