@@ -47,7 +47,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import networkx as nx
 import z3
@@ -785,27 +785,19 @@ def _ground_applications(term: z3.ExprRef) -> list[z3.ExprRef] | None:
         return []
     ctx = term.ctx.ref()
     found: list[z3.ExprRef] = []
-    seen: set[int] = set()
-    stack = [term.as_ast()]
-    while stack:
-        node = stack.pop()
-        nid = raw.ast_id(ctx, node)
-        if nid in seen or raw.ast_kind(ctx, node) != z3.Z3_APP_AST:
-            continue
-        seen.add(nid)
-        if len(seen) > _SAMPLED_NODES:
-            return None
-        args = raw.args(ctx, node)
+
+    def visit(node: Any, nid: int, args: list[Any]) -> bool:
         if not args:
-            continue
+            return False
         decl = raw.app_decl(ctx, node)
         if raw.decl_kind(ctx, decl) == z3.Z3_OP_UNINTERPRETED and all(raw.is_numeral(ctx, a) for a in args):
             expr = z3.z3._to_expr_ref(node, term.ctx)  # type: ignore[attr-defined]
             if z3.is_bv(expr):
                 found.append(expr)
-                continue
-        stack.extend(args)
-    return found
+                return False
+        return True
+
+    return found if raw.walk_apps(ctx, term.as_ast(), visit, _SAMPLED_NODES) else None
 
 
 def _loads_pointer(address: z3.ExprRef) -> bool:

@@ -261,29 +261,24 @@ class LaneModel:
         ctx = value.ctx.ref()
         leaves: list[BV] = []
         reads: list[BV] = []
-        seen: set[int] = set()
-        stack = [value.as_ast()]
-        while stack:
-            node = stack.pop()
-            nid = raw.ast_id(ctx, node)
-            if nid in seen or raw.ast_kind(ctx, node) != z3.Z3_APP_AST:
-                continue
-            seen.add(nid)
-            if len(seen) > _MOVE_LIMIT:
-                return None
+
+        def visit(node: Any, nid: int, args: list[Any]) -> bool:
             if not self._kinds.get(nid, _PER_THREAD) & _PER_THREAD:
-                continue  # nothing per-thread below
+                return False  # nothing per-thread below
             decl = raw.app_decl(ctx, node)
-            args = raw.args(ctx, node)
-            if raw.decl_kind(ctx, decl) == z3.Z3_OP_UNINTERPRETED:
-                name = raw.name(ctx, decl)
-                if (not args and _per_thread_variable(name)) or (args and name.startswith(_PER_THREAD_FUNCS)):
-                    leaves.append(z3.z3._to_expr_ref(node, value.ctx))  # type: ignore[attr-defined]
-                    continue
-                if args and name.startswith("lane_read"):
-                    reads.append(z3.z3._to_expr_ref(node, value.ctx))  # type: ignore[attr-defined]
-                    continue
-            stack.extend(args)
+            if raw.decl_kind(ctx, decl) != z3.Z3_OP_UNINTERPRETED:
+                return True
+            name = raw.name(ctx, decl)
+            if (not args and _per_thread_variable(name)) or (args and name.startswith(_PER_THREAD_FUNCS)):
+                leaves.append(z3.z3._to_expr_ref(node, value.ctx))  # type: ignore[attr-defined]
+                return False
+            if args and name.startswith("lane_read"):
+                reads.append(z3.z3._to_expr_ref(node, value.ctx))  # type: ignore[attr-defined]
+                return False
+            return True
+
+        if not raw.walk_apps(ctx, value.as_ast(), visit, _MOVE_LIMIT):
+            return None
         return leaves, reads
 
     def _told(self, term: BV, kind: int) -> BV:

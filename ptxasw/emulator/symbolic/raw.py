@@ -38,6 +38,7 @@ __all__ = [
     "sort",
     "sort_kind",
     "symbol_string",
+    "walk_apps",
 ]
 
 
@@ -99,6 +100,28 @@ def operator(ctx: Any, ast: Any) -> int:
 def args(ctx: Any, ast: Any) -> list[Any]:
     """The arguments of an application."""
     return [app_arg(ctx, ast, i) for i in range(num_args(ctx, ast))]
+
+
+def walk_apps(
+    ctx: Any, root: Any, visit: Callable[[Any, int, list[Any]], bool], limit: int | None = None
+) -> bool:
+    """Visit each application in the DAG under ``root`` once, a node before
+    its arguments: ``visit(node, node_id, arguments)`` says whether to go
+    into the arguments. False when the walk stopped past ``limit`` nodes."""
+    seen: set[int] = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        nid = ast_id(ctx, node)
+        if nid in seen or ast_kind(ctx, node) != capi.Z3_APP_AST:
+            continue
+        seen.add(nid)
+        if limit is not None and len(seen) > limit:
+            return False
+        kids = args(ctx, node)
+        if visit(node, nid, kids):
+            stack.extend(kids)
+    return True
 
 
 def _by_address(function: Any, restype: Any, *argtypes: Any) -> Callable[..., Any]:
