@@ -68,6 +68,8 @@ class FunctionPass(ABC):
     name: str = "function-pass"
     #: Re-raise `BuildError` instead of rolling the function back (tests).
     strict: bool = False
+    #: After `run`: why each function left as it was failed, by name.
+    failures: dict[str, str]
 
     def run(
         self, module: ir.Module, analyses: AnalysisCache | None = None, deadline: Deadline | None = None
@@ -76,6 +78,7 @@ class FunctionPass(ABC):
         deadline = Deadline() if deadline is None else deadline
         stats: dict[str, Any] = {}
         failed: list[str] = []
+        self.failures = {}
         edits = functions = 0
         for fn in module.functions:
             if fn.body is None or not self.wants(fn):
@@ -92,6 +95,7 @@ class FunctionPass(ABC):
                 # A bug in the pass on this function: leave it as it was and go on.
                 builder.rollback()
                 failed.append(f"{fn.name}: {exc}")
+                self.failures[fn.name] = str(exc)
                 continue
             for key, value in (result or {}).items():
                 stats[key] = stats.get(key, 0) + value if isinstance(value, int | float) else value

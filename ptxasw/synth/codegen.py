@@ -142,16 +142,21 @@ def emit_shuffles(
     if mode != "nocorner":
         builder.require_ptx("activemask")
     gen = _Generator(builder, mode, rows_whole, build_cfg(builder.fn))
-    per_list: dict[int, int] = {}
-    for v in chosen:
-        if v.status is Status.SHUFFLE:
-            body = id(builder.position(v.load).body)
-            per_list[body] = per_list.get(body, 0) + 1
-    gen.early = {body for body, count in per_list.items() if count <= EARLY_FALLBACKS}
+    gen.early = _early_fallbacks(builder, chosen)
     gen.prologue({v.delta for v in chosen if v.delta})
     sites = [gen.site(v) for v in chosen]
     loads_first(builder, gen.starts)
     return sites
+
+
+def _early_fallbacks(builder: FunctionBuilder, chosen: list[LoadVerdict]) -> set[int]:
+    """``id()`` of the shuffled loads whose statement list holds at most
+    `EARLY_FALLBACKS` shuffles: theirs go first."""
+    by_list: dict[int, list[int]] = {}
+    for v in chosen:
+        if v.status is Status.SHUFFLE:
+            by_list.setdefault(id(builder.position(v.load).body), []).append(id(v.load))
+    return {load for loads in by_list.values() if len(loads) <= EARLY_FALLBACKS for load in loads}
 
 
 class _Generator:
@@ -165,7 +170,7 @@ class _Generator:
         self.right: ir.Register | None = None
         self.left: ir.Register | None = None
         self.starts: list[ir.Instruction] = []  # each shuffle's first instruction at its load (`schedule`)
-        self.early: set[int] = set()  # statement lists whose fallback loads go first (`EARLY_FALLBACKS`)
+        self.early: set[int] = set()  # loads whose fallback goes first (`_early_fallbacks`)
 
     # ---- once per kernel ----------------------------------------------------------------------
     def prologue(self, deltas: set[int]) -> None:
@@ -230,7 +235,7 @@ class _Generator:
         if hoist is not None and hoist.runs is not None and loads:
             assert fallback is not None
             return self._raised_site(v, srcs, dsts, fallback, mask, code, hoist)
-        if hoist is None and loads and id(b.position(load).body) in self.early:
+        if hoist is None and loads and id(load) in self.early:
             assert fallback is not None
             # The fallback load first, into its own registers: it waits for
             # no shuffle (which waits for the source load), so the corner
@@ -365,7 +370,7 @@ class _Generator:
         last = code[-1]
         code += [b.mov(dst, value, guard=guard) for dst, value in zip(dsts, values, strict=True)]
         b.replace(load, code)
-        if v.status is not Status.REUSE and id(b.position(code[0]).body) in self.early:
+        if v.status is not Status.REUSE and id(load) in self.early:
             self.starts.append(code[0])
         return Site(v, last, values, srcs)
 
@@ -385,7 +390,7 @@ class _Generator:
         touch the address): the fallback first where the load's statement
         list has few sites (`EARLY_FALLBACKS`), else after the shuffles."""
         code, both = self._fallback_guard(fallback, guard)
-        if id(self.b.position(load).body) in self.early:
+        if id(load) in self.early:
             loaded, merge = self._fallback_apart(values, load, both)
             return [*code, *loaded, *self._shuffles(values, srcs, delta, mask), *merge]
         into = _with_registers(load.operands[0], values)

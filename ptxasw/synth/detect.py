@@ -57,7 +57,15 @@ from ptxasw.analysis.cfg import CFG
 from ptxasw.emulator.symbolic import raw
 from ptxasw.emulator.symbolic.executor import Access, Budget, Flow, KernelAnalysis, SymbolicExecutor
 from ptxasw.ir import isa
-from ptxasw.synth.solver import NO_WRAP, Prover, TermConstants, lanes_may_write, nonlinear, shift_thread
+from ptxasw.synth.solver import (
+    NO_WRAP,
+    Prover,
+    TermConstants,
+    conjuncts,
+    lanes_may_write,
+    nonlinear,
+    shift_thread,
+)
 
 if TYPE_CHECKING:
     from ptxasw.analysis.contraction import OpenSum
@@ -65,6 +73,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MODES",
+    "ORDERED_LOAD",
     "KernelPlan",
     "LoadVerdict",
     "Options",
@@ -387,7 +396,7 @@ class _Detector:
             if address is not None and guard is not None:
                 # Where the load runs: GCC's lane-0 prologue, if-converted,
                 # loads through registers that hold If(tid.x == 0, pointer, undefined).
-                held = [(part, z3.BoolVal(True)) for part in _conjuncts_of(guard)]
+                held = [(part, z3.BoolVal(True)) for part in conjuncts([guard])]
                 address = z3.simplify(z3.substitute(address, *held))
             if address is None or not self._points_to_global(address):
                 ok = False
@@ -732,12 +741,10 @@ class _Detector:
             return hit[1]
         point = [(c, self._sample_value(c, k)) for c in self._constants.of(term)]
         value = z3.simplify(z3.substitute(term, *point)) if point else z3.simplify(term)
-        for _ in range(_LOAD_DEPTH):
+        for _ in range(_OPAQUE_DEPTH):
             unknown = _ground_applications(value)
-            if unknown is None:
-                break  # too large to sample: no number
             if not unknown:
-                break
+                break  # none left, or too large to sample (None): no number
             sampled = [(a, z3.BitVecVal(_sample(a.sexpr(), a.size(), k), a.size())) for a in unknown]
             value = z3.simplify(z3.substitute(value, *sampled))
         result = value.as_long() if z3.is_bv_value(value) else None
@@ -763,13 +770,8 @@ def _sample(name: str, bits: int, k: int) -> int:
     return rng.randrange(3, 1 << 12)
 
 
-_LOAD_DEPTH = 4  # opaque values nested in opaque values, as deep as `_value_at` samples them
+_OPAQUE_DEPTH = 4  # opaque values nested in opaque values, as deep as `_value_at` samples them
 _SAMPLED_NODES = 120  # the largest value whose opaque parts `_value_at` samples
-
-
-def _conjuncts_of(cond: z3.BoolRef) -> list[z3.BoolRef]:
-    """``cond``'s conjuncts (itself if it is no conjunction)."""
-    return list(cond.children()) if z3.is_and(cond) else [cond]
 
 
 def _ground_applications(term: z3.ExprRef) -> list[z3.ExprRef] | None:
@@ -853,7 +855,7 @@ def _runs(trace: list[Access]) -> list[tuple[int, int]]:
 # be performed (volatile, mmio) or it orders or is ordered with other
 # threads' accesses (relaxed, acquire, sc). None of them may become another
 # lane's earlier load, or be the value others take.
-_ORDERED_LOAD = frozenset({".volatile", ".relaxed", ".acquire", ".sc", ".mmio"})
+ORDERED_LOAD = frozenset({".volatile", ".relaxed", ".acquire", ".sc", ".mmio"})
 
 
 def load_registers(inst: ir.Instruction) -> tuple[ir.Register, ...] | None:
@@ -882,7 +884,7 @@ def element_count(inst: ir.Instruction) -> int:
 def _unsupported(inst: ir.Instruction, bits: int | None) -> str | None:
     if load_registers(inst) is None:
         return "unsupported access (vector register)"
-    if _ORDERED_LOAD & set(inst.modifiers):
+    if ORDERED_LOAD & set(inst.modifiers):
         return "unsupported access (a volatile or memory-ordered load: each one must be performed)"
     if bits not in (16, 32, 64):
         return f"unsupported access ({bits}-bit register)"
@@ -902,7 +904,7 @@ def _synchronises(inst: ir.Instruction) -> bool:
     effect = isa.memory_effect(inst)
     if effect & (isa.MemoryEffect.FENCE | isa.MemoryEffect.ATOMIC):
         return True
-    return bool(effect) and bool(_ORDERED_LOAD & set(inst.modifiers))
+    return bool(effect) and bool(ORDERED_LOAD & set(inst.modifiers))
 
 
 def register_widths(fn: ir.Function) -> dict[str, int]:

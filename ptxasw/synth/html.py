@@ -222,10 +222,12 @@ def _totals(kernels: list[Mapping[str, Any]]) -> str:
     seconds = sum(float(k.get("analysis_seconds") or 0.0) for k in kernels)
     partial = sum(1 for k in kernels if k.get("status") == "partial")
     errors = sum(1 for k in kernels if k.get("status") == "error")
-    status = (
-        ", ".join([f"{partial} partial"] * bool(partial) + [f"{errors} not synthesised"] * bool(errors))
-        or "all complete"
-    )
+    counts = []
+    if partial:
+        counts.append(f"{partial} partial")
+    if errors:
+        counts.append(f"{errors} not synthesised")
+    status = ", ".join(counts) or "all complete"
     return (
         f'<tfoot><tr><td>{len(kernels)} kernels</td><td></td><td class="num">{loads}</td>'
         f'<td class="num">{shuffles}</td><td class="num">{_average(average)}</td>'

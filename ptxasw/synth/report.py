@@ -30,6 +30,7 @@ from ptxasw.synth.detect import KernelPlan, LoadVerdict, Options, Status
 __all__ = [
     "MAX_SOURCE_BYTES",
     "corner_lanes",
+    "failed_entry",
     "file_entry",
     "kernel_entry",
     "report",

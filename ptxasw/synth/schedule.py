@@ -27,10 +27,10 @@ from collections.abc import Sequence
 from ptxasw import ir
 from ptxasw.ir import isa
 from ptxasw.ir.builder import FunctionBuilder
+from ptxasw.synth.detect import ORDERED_LOAD
 
 __all__ = ["loads_first"]
 
-_ORDERED = frozenset({".volatile", ".relaxed", ".acquire", ".sc", ".mmio"})
 _SCAN = 96  # statements looked at past a block's first site
 
 
@@ -79,9 +79,9 @@ def _window(body: list[ir.Statement], start: int, fences: set[int]) -> list[ir.S
 
 
 def _stops(inst: ir.Instruction) -> bool:
+    """Control flow, or any memory effect but a plain load's (stores,
+    atomics, and the FENCE of barriers and fences)."""
     if isa.is_branch(inst) or isa.is_call(inst) or isa.is_return(inst):
-        return True
-    if inst.opcode in ("bar", "barrier", "membar", "fence"):
         return True
     effect = isa.memory_effect(inst)
     return bool(effect) and not _plain_load(inst)
@@ -91,7 +91,7 @@ def _plain_load(inst: ir.Instruction) -> bool:
     return (
         inst.opcode in ("ld", "ldu")
         and isa.memory_effect(inst) == isa.MemoryEffect.READ
-        and not _ORDERED & set(inst.modifiers)
+        and not ORDERED_LOAD & set(inst.modifiers)
     )
 
 

@@ -37,6 +37,7 @@ __all__ = [
     "Prover",
     "TermConstants",
     "clear_memos",
+    "conjuncts",
     "lanes_may_write",
     "nonlinear",
     "normal_form",
@@ -609,7 +610,7 @@ def _has_functions(claim: z3.ExprRef, hypotheses: Sequence[z3.ExprRef]) -> bool:
     return any(_mentions_memory(e) for e in (claim, *hypotheses))
 
 
-def _conjuncts(hypotheses: Sequence[z3.BoolRef]) -> list[z3.BoolRef]:
+def conjuncts(hypotheses: Sequence[z3.BoolRef]) -> list[z3.BoolRef]:
     """The hypotheses split at ``And`` and ``Not(Or(...))``, so that a
     conjunct the query does not need can be left out."""
     out: list[z3.BoolRef] = []
@@ -924,7 +925,7 @@ class Prover:
         key = tuple(h.get_id() for h in hypotheses)
         cached = self._conjunct_memo.get(key)
         if cached is None:
-            cached = self._conjunct_memo[key] = (list(hypotheses), _conjuncts(hypotheses))
+            cached = self._conjunct_memo[key] = (list(hypotheses), conjuncts(hypotheses))
         return cached[1]
 
     def _known(self, hypotheses: Sequence[z3.BoolRef], cond: z3.BoolRef) -> z3.BoolRef:

@@ -184,7 +184,7 @@ def _synthesise_share(
     source = _WORK.sources[index]
     options = _WORK.options_for(source.module)
     synthesis = ShuffleSynthesisPass(options, set(names), apply=_WORK.rewrite, on_kernel=on_kernel)
-    result = synthesis.run(source.module)
+    synthesis.run(source.module)
     kernels = {fn.name: (place, fn) for place, fn in enumerate(source.module.kernels)}
     lines, positions = _WORK.lines[index], _WORK.positions[index]
     out = []
@@ -194,18 +194,13 @@ def _synthesise_share(
         text = function_text(fn) if _WORK.rewrite else None
         out.append((index, place, KernelResult(source.path, plan.kernel, row, _WORK.describe(plan), text)))
     # A kernel whose synthesis failed is left as it was (the pass is fail-open):
-    # its row says so, with the pass's reason where it kept one.
-    reasons = {}
-    for failure in result.stats.get("failed_names", []):
-        name = next((n for n in names if failure.startswith(f"{n}: ")), None)
-        if name is not None:
-            reasons[name] = failure[len(name) + 2 :]
+    # its row says so, with the pass's reason where it gave one.
     planned = {plan.kernel for plan in synthesis.plans}
     for name in names:
         if name in planned or name not in kernels:
             continue
         place, fn = kernels[name]
-        why = reasons.get(name, "the synthesis did not finish")
+        why = synthesis.failures.get(name, "the synthesis did not finish")
         row = failed_entry(source.path, name, why)
         text = function_text(fn) if _WORK.rewrite else None
         summary = f"{name}: not synthesised: {why}"

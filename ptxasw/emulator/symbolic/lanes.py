@@ -222,13 +222,13 @@ class LaneModel:
                 # What another lane held (``lane_read32(x, 0)``: lane 0's x)
                 # moves with its lane argument only; the unknowns inside it
                 # are that lane's already. Set aside while the rest moves.
-                holes = [(read, z3.FreshConst(read.sort(), "lane_hole")) for read in reads]
                 unknowns = [(leaf, self._opaque("lane_read", leaf, src)) for leaf in leaves]
-                moved = z3.substitute(z3.substitute(value, *holes), *ids, *unknowns) if holes else value
-                if holes:
-                    back = [(hole, z3.substitute(read, *ids)) for read, hole in holes]
-                    return _simplify(z3.substitute(moved, *back))
-                return _simplify(z3.substitute(value, *ids, *unknowns))
+                if not reads:
+                    return _simplify(z3.substitute(value, *ids, *unknowns))
+                holes = [(read, z3.FreshConst(read.sort(), "lane_hole")) for read in reads]
+                moved = z3.substitute(z3.substitute(value, *holes), *ids, *unknowns)
+                back = [(hole, z3.substitute(read, *ids)) for read, hole in holes]
+                return _simplify(z3.substitute(moved, *back))
 
             return move_parts
         if not kind & _PER_LANE:
