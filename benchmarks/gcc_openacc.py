@@ -24,18 +24,21 @@ variants interleaved and the original loaded twice (A/A).
 
 from __future__ import annotations
 
-import argparse
 import json
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-FIXTURE = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "acc_fortran_gcc12.ptx"
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from benchmarks import fixture_steps as steps  # noqa: E402
+
+FIXTURE = REPO / "tests" / "fixtures" / "acc_fortran_gcc12.ptx"
 KERNEL = "__stencils_MOD_smooth1d$_omp_fn$0"
-OURS = "rewritten"
 JACOBI = "__stencils_MOD_jacobi2d$_omp_fn$0"
 # (nx, ny, gangs): exactness first, then L2-resident and DRAM-bound sizes.
 JACOBI_EXACT = [(40, 7, 1), (70, 5, 3), (1000, 37, 4)]
@@ -43,30 +46,6 @@ JACOBI_TIMED = [(1024, 512, 510), (8192, 2048, 2046), (8192, 2048, 256)]
 # (elements, gangs): exactness first, then timed sizes.
 EXACT = [(100, 1), (77, 2), (300, 3), (33, 1), (1000, 5)]
 TIMED = [(1 << 20, 1 << 15), (1 << 22, 1 << 17), (1 << 22, 1 << 12), (1 << 26, 1 << 21), (1 << 26, 1 << 14)]
-
-
-def prepare(directory: Path) -> int:
-    """The original and ``ptxasw rewrite``'s PTX, in ``directory``."""
-    directory.mkdir(parents=True, exist_ok=True)
-    (directory / "original.ptx").write_text(FIXTURE.read_text())
-    cmd = [sys.executable, "-m", "ptxasw", "rewrite", str(FIXTURE), "-o", str(directory / "rewritten.ptx")]
-    return subprocess.run(cmd, check=False).returncode
-
-
-def _time(cp: Any, launch: dict[str, Any], runs: int, reps: int) -> dict[str, float]:
-    """Median ms a launch per variant: ``reps`` launches a sample, ``runs``
-    samples, the variants interleaved."""
-    start, stop = cp.cuda.Event(), cp.cuda.Event()
-    samples: dict[str, list[float]] = {v: [] for v in launch}
-    for _ in range(runs):
-        for variant, go in launch.items():
-            start.record()
-            for _ in range(reps):
-                go()
-            stop.record()
-            stop.synchronize()
-            samples[variant].append(cp.cuda.get_elapsed_time(start, stop) / reps)
-    return {v: float(np.median(s)) for v, s in samples.items()}
 
 
 def _jacobi(cp: Any, modules: dict[str, Any], runs: int, reps: int) -> list[dict[str, Any]]:
@@ -96,19 +75,17 @@ def _jacobi(cp: Any, modules: dict[str, Any], runs: int, reps: int) -> list[dict
         expected = np.zeros((nx, ny))
         expected[1:-1, 1:-1] = 0.25 * (host[:-2, 1:-1] + host[2:, 1:-1] + host[1:-1, :-2] + host[1:-1, 2:])
         got = cp.asnumpy(outputs["original"]).reshape((nx, ny), order="F")
+        same = bool(cp.array_equal(outputs["original"].view(cp.uint64), outputs["rewritten"].view(cp.uint64)))
         row: dict[str, Any] = {
             "kernel": "jacobi2d",
             "nx": nx,
             "ny": ny,
             "gangs": gangs,
-            "equal": bool(cp.array_equal(outputs["original"].view(cp.uint64), outputs[OURS].view(cp.uint64))),
+            "equal": same,
             "max_error_vs_numpy": float(np.abs(got - expected).max()),
         }
         if (nx, ny, gangs) in JACOBI_TIMED:
-            ms = _time(cp, calls, runs, reps)
-            row |= {f"ms_{v}": t for v, t in ms.items()}
-            row["speedup"] = ms["original"] / ms[OURS]
-            row["a_a"] = ms["original"] / ms["original_again"]
+            row |= steps.timing(cp, calls, runs, reps)
         rows.append(row)
         print(json.dumps(row), flush=True)
     return rows
@@ -149,10 +126,7 @@ def run(directory: Path, runs: int = 51, reps: int = 50) -> dict[str, Any]:
         if (n, gangs) in TIMED:
             args = {v: (np.uint64(blocks[v][1].data.ptr),) for v in kernels}
             calls = {v: lambda k=k, a=args[v], g=gangs: k((g,), (32, 1, 1), a) for v, k in kernels.items()}
-            ms = _time(cp, calls, runs, reps)
-            row |= {f"ms_{v}": t for v, t in ms.items()}
-            row["speedup"] = ms["original"] / ms["rewritten"]
-            row["a_a"] = ms["original"] / ms["original_again"]
+            row |= steps.timing(cp, calls, runs, reps)
         rows.append(row)
         print(json.dumps(row), flush=True)
     rows += _jacobi(cp, modules, runs, reps)
@@ -167,17 +141,9 @@ def run(directory: Path, runs: int = 51, reps: int = 50) -> dict[str, Any]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("step", choices=("prepare", "run"))
-    parser.add_argument("--dir", type=Path, required=True)
-    parser.add_argument("--json", type=Path, help="run: write the results here")
-    args = parser.parse_args()
-    if args.step == "prepare":
-        return prepare(args.dir)
-    data = run(args.dir)
-    if args.json:
-        args.json.write_text(json.dumps(data, indent=1) + "\n")
-    return 0 if all(row["equal"] and row["max_error_vs_numpy"] < 1e-5 for row in data["rows"]) else 1
+    return steps.main(
+        __doc__.splitlines()[0], FIXTURE, run, lambda row: row["equal"] and row["max_error_vs_numpy"] < 1e-5
+    )
 
 
 if __name__ == "__main__":

@@ -30,16 +30,20 @@ and ``ptxasw rewrite`` take them.
 
 from __future__ import annotations
 
-import argparse
 import json
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-FIXTURE = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "omp_offload_lto_sm80.ptx"
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from benchmarks import fixture_steps as steps  # noqa: E402
+
+FIXTURE = REPO / "tests" / "fixtures" / "omp_offload_lto_sm80.ptx"
 KERNEL = "__omp_offloading_fe00_5101a3_stencil1d_l14"
 # (elements, blocks, threads a block): exactness first, then timed sizes.
 EXACT = [(150, 2, 128), (77, 3, 64), (200, 2, 96)]
@@ -50,14 +54,6 @@ TIMED = [
     (1 << 26, 65536, 128),
     (1 << 26, 4096, 128),
 ]
-
-
-def prepare(directory: Path) -> int:
-    """The original and ``ptxasw rewrite``'s PTX, in ``directory``."""
-    directory.mkdir(parents=True, exist_ok=True)
-    (directory / "original.ptx").write_text(FIXTURE.read_text())
-    cmd = [sys.executable, "-m", "ptxasw", "rewrite", str(FIXTURE), "-o", str(directory / "rewritten.ptx")]
-    return subprocess.run(cmd, check=False).returncode
 
 
 def run(directory: Path, runs: int = 51, reps: int = 50) -> dict[str, Any]:
@@ -85,20 +81,9 @@ def run(directory: Path, runs: int = 51, reps: int = 50) -> dict[str, Any]:
             "max_error_vs_numpy": float(np.abs(cp.asnumpy(outputs["original"]) - expected).max()),
         }
         if (n, grid, block) in TIMED:
-            start, stop = cp.cuda.Event(), cp.cuda.Event()
-            samples: dict[str, list[float]] = {v: [] for v in kernels}
-            for _ in range(runs):
-                for variant, kernel in kernels.items():
-                    start.record()
-                    for _ in range(reps):
-                        kernel((grid,), (block,), (dynamic, np.uint64(n), outputs[variant], x))
-                    stop.record()
-                    stop.synchronize()
-                    samples[variant].append(cp.cuda.get_elapsed_time(start, stop) / reps)
-            ms = {v: float(np.median(s)) for v, s in samples.items()}
-            row |= {f"ms_{v}": t for v, t in ms.items()}
-            row["speedup"] = ms["original"] / ms["rewritten"]
-            row["a_a"] = ms["original"] / ms["original_again"]
+            args = {v: (dynamic, np.uint64(n), outputs[v], x) for v in kernels}
+            calls = {v: lambda k=k, a=args[v], g=grid, b=block: k((g,), (b,), a) for v, k in kernels.items()}
+            row |= steps.timing(cp, calls, runs, reps)
         rows.append(row)
         print(json.dumps(row), flush=True)
     name = cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
@@ -106,17 +91,7 @@ def run(directory: Path, runs: int = 51, reps: int = 50) -> dict[str, Any]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("step", choices=("prepare", "run"))
-    parser.add_argument("--dir", type=Path, required=True)
-    parser.add_argument("--json", type=Path, help="run: write the results here")
-    args = parser.parse_args()
-    if args.step == "prepare":
-        return prepare(args.dir)
-    data = run(args.dir)
-    if args.json:
-        args.json.write_text(json.dumps(data, indent=1) + "\n")
-    return 0 if all(row["equal"] for row in data["rows"]) else 1
+    return steps.main(__doc__.splitlines()[0], FIXTURE, run, lambda row: row["equal"])
 
 
 if __name__ == "__main__":
