@@ -62,6 +62,10 @@ _GEOMETRY = ("%tid.", "%ntid.", "%laneid", "%lanemask_")
 _TID_X = z3.BitVec("%tid.x", 32)
 _LANEID = z3.BitVec("%laneid", 32)
 
+# How many threads of one block `Prover.refuted` evaluates (a row wrap of a
+# collapsed loop's inner extent falls in the first few warps).
+_REFUTING_THREADS = 128
+
 
 class _DagFold:
     """A value of every node of a term's DAG, made from the node and its
@@ -610,6 +614,47 @@ def _has_functions(claim: z3.ExprRef, hypotheses: Sequence[z3.ExprRef]) -> bool:
     return any(_mentions_memory(e) for e in (claim, *hypotheses))
 
 
+def _launch(c: z3.ExprRef, size: int, threads: int) -> z3.ExprRef:
+    """The value of unknown ``c`` in a plausible launch: ``threads`` along
+    x, one along y and z, a large grid at its fourth block, the first
+    iteration of every loop, and ``size`` for a kernel parameter or other
+    value (odd, so that rows do not align with warps)."""
+    name = c.decl().name()
+    if name == "%ntid.x":
+        value = threads
+    elif name.startswith("%ntid."):
+        value = 1
+    elif name.startswith("%nctaid."):
+        value = 1024
+    elif name.startswith("%ctaid."):
+        value = 3
+    elif name.startswith("iter_"):
+        value = 0
+    else:
+        value = size
+    return z3.BitVecVal(value, c.sort().size()) if z3.is_bv(c) else z3.BoolVal(bool(value))
+
+
+def _broken(claim: z3.BoolRef) -> bool:
+    """Whether a claim without unknowns (numbers and loads at numbered
+    addresses) fails: false, or an equality of two applications of one
+    uninterpreted function (a load, a float operation) to different numbers,
+    which its values need not satisfy."""
+    if z3.is_false(claim):
+        return True
+    if not z3.is_eq(claim):
+        return False
+    a, b = claim.arg(0), claim.arg(1)
+    if not (z3.is_app(a) and z3.is_app(b)) or not a.decl().eq(b.decl()):
+        return False
+    if a.decl().kind() != z3.Z3_OP_UNINTERPRETED or a.num_args() == 0:
+        return False
+    args = [(x, y) for x, y in zip(a.children(), b.children(), strict=True)]
+    if not all(z3.is_bv_value(x) and z3.is_bv_value(y) for x, y in args):
+        return False
+    return any(x.as_long() != y.as_long() for x, y in args)
+
+
 def conjuncts(hypotheses: Sequence[z3.BoolRef]) -> list[z3.BoolRef]:
     """The hypotheses split at ``And`` and ``Not(Or(...))``, so that a
     conjunct the query does not need can be left out."""
@@ -776,6 +821,9 @@ class Prover:
         # Per hypothesis list, its conjuncts as (stated, true/false) pairs (`_known`).
         self._known_memo: dict[tuple[int, ...], list[tuple[z3.BoolRef, z3.BoolRef]]] = {}
         self._cache: dict[tuple[int, ...], tuple[bool | None, z3.ExprRef, tuple[z3.ExprRef, ...]]] = {}
+        # Per hypothesis list, one model of it (or None), for `refuted`.
+        self._models: dict[tuple[int, ...], tuple[z3.ModelRef | None, tuple[z3.BoolRef, ...]]] = {}
+        self._constants = TermConstants()
 
     def equal(
         self, hypotheses: Sequence[z3.BoolRef], a: z3.ExprRef, b: z3.ExprRef
@@ -803,11 +851,114 @@ class Prover:
                 oa, ob = self._opaque(wa, wb)
                 if self._check([], oa == ob):
                     return True, True
+        nonlinear_claim = _nonlinear(ea) or _nonlinear(eb)
+        if (
+            nonlinear_claim
+            and self.refuted(hypotheses, ea == eb)
+            and (not changed or self.refuted(hypotheses, wa == wb))
+        ):
+            return False, False
         plain = self.proves(hypotheses, ea == eb)
         if plain or not changed:
             return plain, False
         wide = self.proves(hypotheses, wa == wb)
         return (True, True) if wide else (plain if wide is False else None, False)
+
+    def refuted(self, hypotheses: Sequence[z3.BoolRef], claim: z3.BoolRef) -> bool:
+        """Whether a thread of one block is seen to break ``claim``, an
+        equality of loaded values, where the hypotheses hold: True only on a
+        counterexample (a load at another address, another number).
+
+        Why: a collapsed loop (``collapse(2)``, OpenMP's and OpenACC's usual
+        2-D and 3-D form) divides the linear index into coordinates, so lane
+        ``laneid + N`` loads the next element except where its row wraps,
+        and with the grid's stride products in the terms the solver spends
+        its whole limit (0.2 s a question, twice per flow and variant) to
+        answer "unknown": a clang ``collapse(3)`` stencil took 14 s for no
+        shuffle, reported as "solver gave up". Here every unknown but the
+        thread's own x position takes its value from one model of the
+        hypotheses (a block of at least two warps where one exists), and the
+        block's threads are evaluated one by one: numbers and ground loads
+        only, no solving. A found thread is a counterexample, so the answer
+        is the solver's own ("does not hold"); finding none proves nothing
+        and the solver is asked as before. Hypotheses that speak of loaded
+        values are not evaluated (a thread's loads are unknown), so there
+        nothing is refuted."""
+        if _has_functions(z3.BoolVal(True), hypotheses):
+            return False
+        model = self._model_of(hypotheses, claim)
+        if model is None:
+            return False
+        names = {}
+        for e in (claim, *hypotheses):
+            for c in self._constants.of(e):
+                names.setdefault(c.decl().name(), c)
+        moving = {_TID_X.decl().name(), _LANEID.decl().name()}
+        pins = [(c, model.eval(c, model_completion=True)) for n, c in names.items() if n not in moving]
+        facts = [simplify(z3.substitute(h, *pins)) for h in hypotheses] if pins else list(hypotheses)
+        if any(z3.is_false(f) for f in facts):
+            return False
+        facts = [f for f in facts if not z3.is_true(f)]
+        at_block = simplify(z3.substitute(claim, *pins)) if pins else claim
+        tid0 = model.eval(_TID_X, model_completion=True).as_long()
+        lane0 = model.eval(_LANEID, model_completion=True).as_long()
+        ntid = model.eval(z3.BitVec("%ntid.x", 32), model_completion=True).as_long()
+        for t in range(min(ntid, _REFUTING_THREADS)):
+            thread = [(_TID_X, z3.BitVecVal(t, 32)), (_LANEID, z3.BitVecVal((lane0 + t - tid0) % 32, 32))]
+            runs = all(z3.is_true(simplify(z3.substitute(f, *thread))) for f in facts)
+            if runs and _broken(simplify(z3.substitute(at_block, *thread))):
+                return True
+        return False
+
+    def _model_of(self, hypotheses: Sequence[z3.BoolRef], claim: z3.BoolRef) -> z3.ModelRef | None:
+        """One model of the hypotheses, for evaluating ``claim`` (memoised
+        per hypothesis list and the unknowns of the claim's products).
+
+        A model of a grid's index arithmetic (row pitch times row, the
+        collapsed loop's divisions) is as hard for the solver as a proof, so
+        the unknowns inside products first take the values of a plausible
+        launch (`_launch`: a block of 128 threads along x, then of 64, the
+        first loop iteration, small odd sizes, rising in the unknowns' order,
+        then falling, so that one of the two meets a bound between two of
+        them) and the solver finds the rest, linear. Where neither fits
+        there is no model: asked as is, the solver would spend its limit."""
+        in_products = self._in_products([claim, *hypotheses])
+        key = (*(h.get_id() for h in hypotheses), *(c.get_id() for c in in_products))
+        hit = self._models.get(key)
+        if hit is not None:
+            return hit[0]
+        model = None
+        for size, step, threads in ((37, 2, 128), (131, -2, 64)):
+            pins = [(c, _launch(c, size + step * n, threads)) for n, c in enumerate(in_products)]
+            facts = [simplify(z3.substitute(h, *pins)) for h in hypotheses] if pins else list(hypotheses)
+            if any(z3.is_false(f) for f in facts):
+                continue
+            s = z3.SolverFor("QF_BV")
+            s.set("rlimit", self.rlimit)
+            s.add(*facts, *(c == v for c, v in pins))
+            if s.check() == z3.sat:
+                model = s.model()
+                break
+            if not pins:
+                break
+        self._models[key] = (model, tuple(hypotheses))
+        return model
+
+    def _in_products(self, terms: Sequence[z3.ExprRef]) -> list[z3.ExprRef]:
+        """The unknowns (but the thread's x position) inside products of unknowns."""
+        found: dict[str, z3.ExprRef] = {}
+        stack, seen = [t for t in terms if _nonlinear(t)], set()
+        while stack:
+            node = stack.pop()
+            if node.get_id() in seen or not _nonlinear(node):
+                continue
+            seen.add(node.get_id())
+            if _is_product_node(node.ctx_ref(), node.as_ast()):
+                for c in self._constants.of(node):
+                    found.setdefault(c.decl().name(), c)
+            stack.extend(node.children())
+        moving = (_TID_X.decl().name(), _LANEID.decl().name())
+        return [c for name, c in sorted(found.items()) if name not in moving]
 
     def _same(self, a: z3.ExprRef, b: z3.ExprRef) -> bool:
         """Equal as terms, after normalisation and modulo operand order."""

@@ -1,0 +1,145 @@
+"""`Prover.refuted`: a counterexample found by evaluating one block's threads.
+
+A collapsed loop (OpenMP's ``collapse(2)``) divides the linear index into a
+row and a column: lane ``laneid + 1`` loads the next element except where
+the row wraps. With the grid's products in the terms the solver used to
+spend its whole effort and answer "unknown" ("solver gave up"); `refuted`
+finds the wrapping thread by evaluation. It may only ever say "does not
+hold" where that is true: a refuted pair keeps its load, but a wrong
+refutation of a true equality would lose a shuffle, and the checks here
+pin both directions.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import z3
+
+from ptxasw.synth.solver import Prover, shift_thread
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+TID = z3.BitVec("%tid.x", 32)
+NTID = z3.BitVec("%ntid.x", 32)
+CTAID = z3.BitVec("%ctaid.x", 32)
+NCTAID = z3.BitVec("%nctaid.x", 32)
+BASE = z3.BitVec("param_0", 64)
+NX = z3.BitVec("param_1", 32)  # the inner extent of the collapsed loop
+PITCH = z3.BitVec("param_2", 32)  # the array's row length
+LOAD = z3.Function("load_global_32@1", z3.BitVecSort(64), z3.BitVecSort(32))
+
+
+def geometry() -> list[z3.BoolRef]:
+    """What the executor states of every launch, and sizes a kernel's guard gives."""
+    return [
+        z3.UGE(NCTAID, 1),
+        z3.ULT(CTAID, NCTAID),
+        z3.UGE(NTID, 1),
+        z3.ULE(NTID, 1024),
+        z3.ULT(TID, NTID),
+        z3.UGE(NX, 3),
+        z3.ULE(NX, 4096),
+        z3.UGE(PITCH, NX + 2),
+        z3.ULE(PITCH, 8192),
+        z3.ULT(CTAID, 1 << 16),
+    ]
+
+
+def collapsed(thread_offset: int = 0) -> z3.BitVecRef:
+    """``u[(1 + k / nx) * pitch + 1 + k % nx]``, k the linear thread index (plus an offset)."""
+    k = CTAID * NTID + TID + thread_offset
+    row, column = z3.UDiv(k, NX), z3.URem(k, NX)
+    index = (1 + row) * PITCH + 1 + column
+    return LOAD(BASE + 4 * z3.ZeroExt(32, index))
+
+
+def in_range(k_offset: int = 0) -> z3.BoolRef:
+    """The loop's bound: the thread's (and its neighbour's) iteration exists."""
+    k = CTAID * NTID + TID + k_offset
+    return z3.ULT(k, NX * 100)
+
+
+def test_a_collapsed_loop_row_wrap_is_refuted() -> None:
+    """Lane + 1 loads the next column except at the end of a row: the claim
+    that it always does is refuted, and fast (no solver effort spent)."""
+    prover = Prover(200)
+    hypotheses = [*geometry(), in_range(), in_range(1), z3.ULT(TID + 1, NTID)]
+    shifted = shift_thread(collapsed(), 1)
+    right_neighbour = LOAD(collapsed().arg(0) + 4)
+    assert prover.refuted(hypotheses, shifted == right_neighbour)
+    # The same question with one row wide enough for every thread is true (no
+    # wrap when the row holds the whole grid): nothing may be refuted there.
+    wide = [*hypotheses, z3.UGE(NX, z3.ZeroExt(0, NCTAID) * NTID), z3.ULE(NCTAID, 4), z3.ULE(NTID, 64)]
+    assert not prover.refuted(wide, shifted == right_neighbour)
+
+
+def test_an_equality_that_holds_is_never_refuted() -> None:
+    """Row pitch times row plus column, the neighbour one column on: equal
+    for every thread of the row; products of unknowns in every term."""
+    prover = Prover(200)
+    j = CTAID  # one block per row
+    address = BASE + 4 * z3.ZeroExt(32, j * PITCH + TID)
+    hypotheses = [*geometry(), z3.ULT(TID + 1, NTID), z3.ULT(TID + 1, PITCH)]
+    claim = shift_thread(LOAD(address), 1) == LOAD(address + 4)
+    assert not prover.refuted(hypotheses, claim)
+    assert prover.equal(hypotheses, shift_thread(LOAD(address), 1), LOAD(address + 4))[0]
+
+
+def test_refuted_agrees_with_the_solver_where_the_solver_decides() -> None:
+    """With constant sizes the solver decides the collapsed claim itself:
+    the two answers agree (does not hold)."""
+    prover = Prover(3000)
+    k = CTAID * 128 + TID
+    index = (1 + z3.UDiv(k, 56)) * 58 + 1 + z3.URem(k, 56)
+    value = LOAD(BASE + 4 * z3.ZeroExt(32, index))
+    hypotheses = [z3.ULT(TID, 127), z3.ULT(CTAID, 64), NTID == 128]
+    claim = shift_thread(value, 1) == LOAD(value.arg(0) + 4)
+    assert prover.proves(hypotheses, claim) is False
+    assert prover.refuted(hypotheses, claim)
+
+
+def test_hypotheses_about_loaded_values_are_not_evaluated() -> None:
+    """A thread's loads are unknown: a hypothesis on one cannot be evaluated
+    at a thread, so nothing is refuted under it."""
+    prover = Prover(200)
+    hypotheses = [*geometry(), in_range(), in_range(1), z3.ULT(TID + 1, NTID), z3.UGT(LOAD(BASE), 0)]
+    claim = shift_thread(collapsed(), 1) == LOAD(collapsed().arg(0) + 4)
+    assert not prover.refuted(hypotheses, claim)
+
+
+def test_unsatisfiable_hypotheses_refute_nothing() -> None:
+    prover = Prover(200)
+    hypotheses = [*geometry(), z3.ULT(NTID, 1)]
+    claim = shift_thread(collapsed(), 1) == LOAD(collapsed().arg(0) + 4)
+    assert not prover.refuted(hypotheses, claim)
+
+
+@pytest.fixture(scope="module")
+def openmp_report() -> dict:
+    """``ptxasw analyze`` on clang's OpenMP offload (LTO) fixture."""
+    from click.testing import CliRunner
+
+    from ptxasw.cli import main
+
+    result = CliRunner().invoke(
+        main, ["analyze", "--json", "--rounding", "ptx", str(FIXTURES / "omp_offload_lto_sm80.ptx")]
+    )
+    assert result.exit_code == 0, result.output
+    import json
+
+    return {k["name"]: k for k in json.loads(result.output)["kernels"]}
+
+
+def test_clang_collapse2_jacobi_loads_get_the_true_reason(openmp_report: dict) -> None:
+    """``collapse(2)`` Jacobi: the column neighbours differ where a row
+    wraps, which the report now says ("non-constant delta") instead of
+    "solver gave up"; the 1-D stencil's two shuffles are still proven."""
+    jacobi = next(k for name, k in openmp_report.items() if "jacobi2d" in name)
+    reasons = [load["reason"] for load in jacobi["loads_detail"]]
+    assert "solver gave up" not in reasons
+    assert reasons.count("non-constant delta") == 3
+    assert jacobi["status"] == "complete"
+    stencil = next(k for name, k in openmp_report.items() if "stencil1d" in name)
+    assert stencil["shuffles"] == 2
