@@ -100,13 +100,29 @@ def test_refuted_agrees_with_the_solver_where_the_solver_decides() -> None:
     assert prover.refuted(hypotheses, claim)
 
 
-def test_hypotheses_about_loaded_values_are_not_evaluated() -> None:
-    """A thread's loads are unknown: a hypothesis on one cannot be evaluated
-    at a thread, so nothing is refuted under it."""
+def test_hypotheses_about_loaded_values() -> None:
+    """A load the same in every thread (an argument block's slot, a
+    descriptor's stride) takes the model's value; a thread's own load is
+    unknown, so under a hypothesis on one nothing is refuted."""
     prover = Prover(200)
-    hypotheses = [*geometry(), in_range(), in_range(1), z3.ULT(TID + 1, NTID), z3.UGT(LOAD(BASE), 0)]
+    base = [*geometry(), in_range(), in_range(1), z3.ULT(TID + 1, NTID)]
     claim = shift_thread(collapsed(), 1) == LOAD(collapsed().arg(0) + 4)
-    assert not prover.refuted(hypotheses, claim)
+    uniform = z3.UGT(LOAD(BASE), 0)
+    assert prover.refuted([*base, uniform], claim)
+    own = z3.UGT(LOAD(BASE + 4 * z3.ZeroExt(32, TID)), 0)
+    assert not prover.refuted([*base, own], claim)
+
+
+def test_decide_leaves_open_what_differs_between_threads() -> None:
+    """A proof splits at the lane model's conditions; one that holds in
+    some threads and not in others is seen so by evaluation (no solving),
+    and one the hypotheses decide is still decided."""
+    prover = Prover(200)
+    hypotheses = [*geometry(), in_range(), in_range(1)]
+    wraps = z3.URem(CTAID * NTID + TID, NX) == NX - 1
+    assert prover._splits(hypotheses, wraps)
+    assert prover.decide(hypotheses, wraps) is None
+    assert prover.decide(hypotheses, z3.ULT(TID, NTID)) is True
 
 
 def test_unsatisfiable_hypotheses_refute_nothing() -> None:

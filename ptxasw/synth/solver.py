@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import z3
@@ -875,40 +875,91 @@ class Prover:
         and with the grid's stride products in the terms the solver spends
         its whole limit (0.2 s a question, twice per flow and variant) to
         answer "unknown": a clang ``collapse(3)`` stencil took 14 s for no
-        shuffle, reported as "solver gave up". Here every unknown but the
-        thread's own x position takes its value from one model of the
-        hypotheses (a block of at least two warps where one exists), and the
-        block's threads are evaluated one by one: numbers and ground loads
-        only, no solving. A found thread is a counterexample, so the answer
-        is the solver's own ("does not hold"); finding none proves nothing
-        and the solver is asked as before. Hypotheses that speak of loaded
-        values are not evaluated (a thread's loads are unknown), so there
-        nothing is refuted."""
-        if _has_functions(z3.BoolVal(True), hypotheses):
-            return False
-        model = self._model_of(hypotheses, claim)
+        shuffle, reported as "solver gave up". A found thread
+        (`_at_threads`) is a counterexample, so the answer is the solver's
+        own ("does not hold"); finding none proves nothing and the solver is
+        asked as before."""
+        return any(_broken(value) for value in self._at_threads(hypotheses, claim))
+
+    def _splits(self, hypotheses: Sequence[z3.BoolRef], cond: z3.BoolRef) -> bool:
+        """Whether ``cond`` is seen true at one thread and false at another
+        where the hypotheses hold (so `decide` can only answer None).
+
+        A proof splits the rewritten value at the lane model's conditions
+        (source lane in the warp, in the row); in a collapsed loop's kernel
+        each one the hypotheses leave open cost the solver its limit twice
+        (GCC's Fortran ``lap3d``: 14 s of proof for one shuffle)."""
+        seen = set()
+        for value in self._at_threads(hypotheses, cond):
+            if z3.is_true(value) or z3.is_false(value):
+                seen.add(z3.is_true(value))
+                if len(seen) == 2:
+                    return True
+        return False
+
+    def _at_threads(self, hypotheses: Sequence[z3.BoolRef], term: z3.ExprRef) -> Iterator[z3.ExprRef]:
+        """``term`` evaluated at the threads of one block where the
+        hypotheses hold: every unknown but the thread's x position (and its
+        lane) takes its value from one model of the hypotheses (`_model_of`:
+        a block of 128 or 64 threads along x where they allow one), then the
+        block's threads are taken one by one (at most `_REFUTING_THREADS`):
+        numbers and loads at numbered addresses only, no solving. A load
+        in the hypotheses whose address is the same in every thread (GCC's
+        argument block, a Fortran descriptor's stride) takes the model's
+        value too; where one depends on the thread, nothing is evaluated."""
+        loaded = self._thread_free_loads(hypotheses)
+        if loaded is None:
+            return
+        model = self._model_of(hypotheses, term)
         if model is None:
-            return False
+            return
+        if loaded:
+            fixed = [(app, model.eval(app, model_completion=True)) for app in loaded]
+            hypotheses = [z3.substitute(h, *fixed) for h in hypotheses]
+            term = z3.substitute(term, *fixed)
         names = {}
-        for e in (claim, *hypotheses):
+        for e in (term, *hypotheses):
             for c in self._constants.of(e):
                 names.setdefault(c.decl().name(), c)
         moving = {_TID_X.decl().name(), _LANEID.decl().name()}
         pins = [(c, model.eval(c, model_completion=True)) for n, c in names.items() if n not in moving]
         facts = [simplify(z3.substitute(h, *pins)) for h in hypotheses] if pins else list(hypotheses)
         if any(z3.is_false(f) for f in facts):
-            return False
+            return
         facts = [f for f in facts if not z3.is_true(f)]
-        at_block = simplify(z3.substitute(claim, *pins)) if pins else claim
+        at_block = simplify(z3.substitute(term, *pins)) if pins else term
         tid0 = model.eval(_TID_X, model_completion=True).as_long()
         lane0 = model.eval(_LANEID, model_completion=True).as_long()
-        ntid = model.eval(z3.BitVec("%ntid.x", 32), model_completion=True).as_long()
+        # A block known to the lane model has its size in the hypotheses
+        # (``%tid.x < 32``), not as an unknown: they keep out what is not a thread.
+        ntid = (
+            model.eval(z3.BitVec("%ntid.x", 32), model_completion=True).as_long()
+            if "%ntid.x" in names
+            else _REFUTING_THREADS
+        )
         for t in range(min(ntid, _REFUTING_THREADS)):
             thread = [(_TID_X, z3.BitVecVal(t, 32)), (_LANEID, z3.BitVecVal((lane0 + t - tid0) % 32, 32))]
-            runs = all(z3.is_true(simplify(z3.substitute(f, *thread))) for f in facts)
-            if runs and _broken(simplify(z3.substitute(at_block, *thread))):
-                return True
-        return False
+            if all(z3.is_true(simplify(z3.substitute(f, *thread))) for f in facts):
+                yield simplify(z3.substitute(at_block, *thread))
+
+    def _thread_free_loads(self, hypotheses: Sequence[z3.BoolRef]) -> list[z3.ExprRef] | None:
+        """The outermost applications of uninterpreted functions (loads,
+        float operations) in the hypotheses, where none of their arguments
+        names the thread; None where one does."""
+        found: dict[int, z3.ExprRef] = {}
+        stack, seen = [h for h in hypotheses if _mentions_memory(h)], set()
+        while stack:
+            node = stack.pop()
+            if node.get_id() in seen or not _mentions_memory(node):
+                continue
+            seen.add(node.get_id())
+            if node.num_args() and node.decl().kind() == z3.Z3_OP_UNINTERPRETED:
+                if _mentions_thread(node):
+                    return None
+                found[node.get_id()] = node
+                continue
+            stack.extend(node.children())
+        return list(found.values())
 
     def _model_of(self, hypotheses: Sequence[z3.BoolRef], claim: z3.BoolRef) -> z3.ModelRef | None:
         """One model of the hypotheses, for evaluating ``claim`` (memoised
@@ -933,7 +984,7 @@ class Prover:
             facts = [simplify(z3.substitute(h, *pins)) for h in hypotheses] if pins else list(hypotheses)
             if any(z3.is_false(f) for f in facts):
                 continue
-            s = z3.SolverFor("QF_BV")
+            s = z3.SolverFor("QF_BV") if not _has_functions(z3.BoolVal(True), facts) else z3.Solver()
             s.set("rlimit", self.rlimit)
             s.add(*facts, *(c == v for c, v in pins))
             if s.check() == z3.sat:
@@ -1052,11 +1103,18 @@ class Prover:
             cond = self._known(hypotheses, cond)
         if z3.is_true(cond) or z3.is_false(cond):
             return z3.is_true(cond)
-        for facts in self._stages(hypotheses, cond):
+        *cheaper, everything = self._stages(hypotheses, cond)
+        for facts in cheaper:
             if self._check(facts, cond):
                 return True
             if self._check(facts, z3.Not(cond)):
                 return False
+        if (_nonlinear(cond) or any(_nonlinear(f) for f in everything)) and self._splits(hypotheses, cond):
+            return None
+        if self._check(everything, cond):
+            return True
+        if self._check(everything, z3.Not(cond)):
+            return False
         return None
 
     def decide_without_wrap(self, hypotheses: Sequence[z3.BoolRef], cond: z3.BoolRef) -> bool | None:

@@ -116,12 +116,14 @@ def _compile(
     ptx: pathlib.Path,
     work: pathlib.Path,
     opt: str = "-O2",
+    defines: tuple[str, ...] = (),
 ) -> None:
     partial = ptx.with_suffix(".partial")
     env = {**os.environ, "PTXASW_CAPTURE": str(partial)}
     cmd = [
         gcc,
         opt,
+        *defines,
         model,
         "-foffload=nvptx-none",
         f"-foffload-options=nvptx-none=-Wa,--no-verify -B{tools} -lm",

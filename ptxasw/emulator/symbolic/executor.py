@@ -508,6 +508,8 @@ class _LoopInfo:
     additive: set[str]
     clobbers: frozenset[str]
     iteration: BV  # ``iter_<label>``: one symbol per loop (a flow enters a loop at most once)
+    # regs whose every write in the loop is lane 0's value broadcast to the warp (GCC's OpenACC)
+    broadcast: frozenset[str] = frozenset()
 
 
 class _BudgetExceeded(Exception):
@@ -2625,7 +2627,8 @@ class SymbolicExecutor:
         iteration = z3.BitVec(f"iter_{label}", 64)
         # Iteration counts are non-negative and far from wrapping.
         self.solver.assume(z3.ULT(iteration, z3.BitVecVal(1 << 62, 64)))
-        info = _LoopInfo(label, set(defs), induction, additive, frozenset(clobbers), iteration)
+        broadcast = _lane_zero_broadcasts(cfg, loop, defs)
+        info = _LoopInfo(label, set(defs), induction, additive, frozenset(clobbers), iteration, broadcast)
         self.loop_infos[loop.header] = info
         return info
 
@@ -2662,6 +2665,11 @@ class SymbolicExecutor:
                         count = self.dom.extract(it, w - 1, 0) if w <= 64 else self.dom.zext(it, w)
                         new_env[key] = simplify(self.dom.add(init, self.dom.mul(step, count)))
                         continue
+                if reg_name in info.broadcast and key[1] is None:
+                    # Lane 0's value from the first broadcast on (`_lane_zero_broadcasts`).
+                    lane_zero = self.dom.lanes.read(init, z3.BitVecVal(0, 32))
+                    new_env[key] = simplify(z3.If(it == 0, init, lane_zero))
+                    continue
                 var = z3.BitVec(f"loop_{name}.{_reg_text(ir.Register(*key))}", w)
                 if reg_name in info.additive and w > 1:
                     new_env[key] = self.dom.add(init, var)
@@ -2894,6 +2902,96 @@ def _copy_or_step(
         and _invariant(x, defs)
     ):
         return y, 1, x
+    return None
+
+
+def _lane_zero_broadcasts(
+    cfg: CFG, loop: Loop, defs: dict[str, list[tuple[ir.Instruction, int, int]]]
+) -> frozenset[str]:
+    """Registers the loop writes only with lane 0's value of themselves,
+    broadcast to the whole warp, on every iteration.
+
+    GCC's OpenACC code keeps a value a vector loop needs (a base pointer, a
+    row offset) in lane 0 of each row across the gang loop, and broadcasts it
+    at the top of each iteration: ``shfl.sync.idx.b32 r, r, 0, 31, -1``, or
+    for 64 bits ``mov.b64 {lo, hi}, r``, one such shuffle per half, ``mov.b64
+    r, {lo, hi}``. Lane 0 writes its own value back, so lane 0's value never
+    changes, and from the first broadcast on every lane holds it: at the
+    header, the entry value on the first iteration and lane 0's entry value
+    after. Summarised as an unknown loop value instead, a broadcast base
+    pointer lost where it came from, and no load through it was shown to
+    read global memory (GCC's C stencils over static arrays). The broadcast
+    must run on every iteration (its block dominates every latch), or a lane
+    might still hold its own entry value later."""
+    every_iteration = {b for b in loop.body if all(cfg.dominates(b, latch) for latch in loop.latches)}
+    found = set()
+    for name, ds in defs.items():
+        if all(_broadcasts_itself(cfg, inst, b, k, name) for inst, b, k in ds) and any(
+            b in every_iteration for _, b, _ in ds
+        ):
+            found.add(name)
+    return frozenset(found)
+
+
+def _broadcasts_itself(cfg: CFG, inst: ir.Instruction, block: int, k: int, name: str) -> bool:
+    """Whether ``inst`` (position ``k`` of ``block``) writes register ``name``
+    with lane 0's value of ``name``: one full-warp ``shfl.sync.idx`` from lane
+    0 of itself, or the 64-bit register packed from two such shuffles of its
+    own unpacked halves, all in the block."""
+    if inst.guard is not None:
+        return False
+    if _lane_zero_shuffle(inst, name):
+        return True
+    ops = inst.operands
+    if inst.opcode != "mov" or len(ops) != 2 or not isinstance(ops[1], ir.VectorOperand):
+        return False
+    halves = ops[1].elements
+    if not isinstance(ops[0], ir.Register) or ops[0].name != name or len(halves) != 2:
+        return False
+    body = cfg.blocks[block].instructions
+    unpacks = set()
+    for half in halves:
+        if not isinstance(half, ir.Register):
+            return False
+        shuffle = _last_definition(body, k, half)
+        if shuffle is None or not _lane_zero_shuffle(body[shuffle], half.name):
+            return False
+        unpack = _last_definition(body, shuffle, half)
+        written = _last_definition(body, k, ir.Register(name))
+        if unpack is None or (written is not None and written > unpack):
+            return False
+        unpacked = body[unpack]
+        if unpacked.opcode != "mov" or unpacked.guard is not None:
+            return False
+        if unpacked.operands != (ops[1], ir.Register(name)):  # mov.b64 {lo, hi}, name
+            return False
+        unpacks.add(unpack)
+    return len(unpacks) == 1
+
+
+def _lane_zero_shuffle(inst: ir.Instruction, name: str) -> bool:
+    """``shfl.sync.idx.b32 name, name, 0, 31, 0xffffffff``, unguarded."""
+    if inst.opcode != "shfl" or ".idx" not in inst.modifiers or inst.guard is not None:
+        return False
+    ops = inst.operands
+    if len(ops) != 5 or ops[0] != ir.Register(name) or ops[1] != ir.Register(name):
+        return False
+    lane, clamp, mask = ops[2:]
+    return (
+        isinstance(lane, ir.IntImm)
+        and lane.value == 0
+        and isinstance(clamp, ir.IntImm)
+        and clamp.value == 31
+        and isinstance(mask, ir.IntImm)
+        and mask.value & 0xFFFFFFFF == 0xFFFFFFFF
+    )
+
+
+def _last_definition(body: Sequence[ir.Instruction], before: int, reg: ir.Register) -> int | None:
+    """The position of the last write of ``reg`` in ``body`` before ``before``, or None."""
+    for k in range(before - 1, -1, -1):
+        if reg in isa.defs(body[k]):
+            return k
     return None
 
 
