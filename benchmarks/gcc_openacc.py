@@ -5,8 +5,9 @@
 `tests/test_synthesis_gcc_openacc.py` checks its rewrite in the interpreter.
 This runs its ``smooth1d`` (``y(i) = x(i-1)/4 + x(i)/2 + x(i+1)/4``, both
 neighbours shuffles of ``x(i)``) and ``jacobi2d`` (a gang loop over ``j``, a
-vector loop over ``i``: ``u(i+1, j)`` a shuffle of ``u(i-1, j)``), original and
-rewritten, on the same inputs,
+vector loop over ``i``: ``u(i+1, j)`` a shuffle of ``u(i-1, j)``) and ``lap3d``
+(assumed-shape arrays, strides from the descriptors: ``u(i+1, j, k)`` a shuffle
+of ``u(i, j, k)``), original and rewritten, on the same inputs,
 as libgomp launches it: blocks of (vector 32, one worker), one parameter,
 the offload argument block, whose slots hold the addresses of ``x``'s and
 ``y``'s addresses and of the loop's last index. In two steps, because the
@@ -91,6 +92,66 @@ def _jacobi(cp: Any, modules: dict[str, Any], runs: int, reps: int) -> list[dict
     return rows
 
 
+LAP3D = "__stencils_MOD_lap3d$_omp_fn$0"
+# (nx, ny, nz, step of u along dimension 1, gangs): exactness first, then timed sizes.
+LAP3D_EXACT = [(37, 5, 4, 1, 1), (37, 5, 4, 2, 3), (130, 20, 9, 3, 17)]
+LAP3D_TIMED = [(256, 128, 64, 1, 7812), (1024, 512, 128, 1, 64260), (1024, 512, 128, 1, 2048)]
+
+
+def _lap3d(cp: Any, modules: dict[str, Any], runs: int, reps: int) -> list[dict[str, Any]]:
+    """``lap3d`` over assumed-shape arrays: its argument block as GCC's host
+    code fills it (`tests/test_synthesis_gcc_openacc.py`): the homes of
+    ``u``'s and ``w``'s data addresses, the collapsed gang loops' bounds,
+    each array's offset and strides and ``size(u, 1)``; ``u`` a section of
+    every ``step``-th element along dimension 1 in the exact runs."""
+    kernels = {v: m.get_function(LAP3D) for v, m in modules.items()}
+    rows = []
+    for nx, ny, nz, step, gangs in LAP3D_EXACT + LAP3D_TIMED:
+        host = np.random.default_rng(nx + ny + nz + step).standard_normal((nx, ny, nz)).astype(np.float32)
+        whole = np.zeros((nx * step, ny, nz), np.float32, order="F")
+        whole[::step] = host
+        u = cp.asarray(whole.ravel(order="F"))
+        us, ws = (step, step * nx, step * nx * ny), (1, nx, nx * ny)
+        outputs = {v: cp.full(nx * ny * nz, -7.0, cp.float32) for v in kernels}
+        keep, calls = [], {}
+        for variant, w in outputs.items():
+            slots = (8, 24, 32, 40, 48, 56, 64, 72, 80, 88, 104, 120, 128)
+            values = (u.data.ptr, w.data.ptr, ny - 1, nz - 1, -sum(ws), ws[2], ws[1], ws[0])
+            values += (-sum(us), us[2], us[1], us[0], nx)
+            homes = cp.asarray(np.array(values, np.int64))
+            block = cp.zeros(17, cp.uint64)
+            for k, slot in enumerate(slots):
+                block[slot // 8] = homes.data.ptr + 8 * k
+            keep.append((homes, block))
+            arg = (np.uint64(block.data.ptr),)
+            calls[variant] = lambda k=kernels[variant], a=arg, g=gangs: k((g,), (32, 1, 1), a)
+        for go in calls.values():
+            go()
+        cp.cuda.Device().synchronize()
+        expected = np.full((nx, ny, nz), -7.0, np.float32)
+        inner = (slice(1, -1),) * 3
+        expected[inner] = (
+            (host[:-2, 1:-1, 1:-1] + host[2:, 1:-1, 1:-1] + host[1:-1, :-2, 1:-1] + host[1:-1, 2:, 1:-1])
+            + (host[1:-1, 1:-1, :-2] + host[1:-1, 1:-1, 2:])
+            - 6 * host[inner]
+        )
+        got = cp.asnumpy(outputs["original"]).reshape((nx, ny, nz), order="F")
+        same = bool(cp.array_equal(outputs["original"].view(cp.uint32), outputs["rewritten"].view(cp.uint32)))
+        row: dict[str, Any] = {
+            "kernel": "lap3d",
+            "shape": [nx, ny, nz],
+            "step": step,
+            "gangs": gangs,
+            "equal": same,
+            "max_error_vs_numpy": float(np.abs(got - expected).max() / max(1.0, np.abs(expected).max())),
+        }
+        if (nx, ny, nz, step, gangs) in LAP3D_TIMED:
+            row |= steps.timing(cp, calls, runs, reps)
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    return rows
+
+
 def run(directory: Path, runs: int = 51, reps: int = 50) -> dict[str, Any]:
     import cupy as cp
 
@@ -130,10 +191,11 @@ def run(directory: Path, runs: int = 51, reps: int = 50) -> dict[str, Any]:
         rows.append(row)
         print(json.dumps(row), flush=True)
     rows += _jacobi(cp, modules, runs, reps)
+    rows += _lap3d(cp, modules, runs, reps)
     name = cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
     return {
         "device": name,
-        "kernels": [KERNEL, JACOBI],
+        "kernels": [KERNEL, JACOBI, LAP3D],
         "runs": runs,
         "launches_per_sample": reps,
         "rows": rows,

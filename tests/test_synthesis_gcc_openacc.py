@@ -158,3 +158,79 @@ def test_the_rewritten_fortran_jacobi_computes_the_same_bits(
     expected = np.zeros((nx, ny))
     expected[1:-1, 1:-1] = 0.25 * (u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:])
     np.testing.assert_allclose(original, expected, rtol=1e-12, atol=1e-12)
+
+
+LAP3D = "__stencils_MOD_lap3d$_omp_fn$0"
+
+
+def _lap3d(text: str, u: np.ndarray, step: int, gangs: int) -> np.ndarray:
+    """``lap3d`` over assumed-shape arrays (descriptors): its argument
+    block as GCC's host code fills it (``-fdump-tree-omplower``): slots +8
+    and +24 the homes of ``u``'s and ``w``'s data addresses, +32 and +40
+    ``size(u,2) - 1`` and ``size(u,3) - 1`` (the collapsed gang loops'
+    bounds), +48..+72 ``w``'s offset and strides (dims 3, 2, 1), +80, +88,
+    +104, +120 ``u``'s offset and strides (dims 3, 2, 1), +128
+    ``size(u,1)``. ``u`` is a section of every ``step``-th element along
+    its first dimension (a stride the kernel reads at run time); ``w`` is
+    contiguous and starts at -7."""
+    nx, ny, nz = u.shape
+    u_whole = np.zeros((nx * step, ny, nz), np.float32, order="F")
+    u_whole[::step] = u
+    heap = np.zeros(4096 + 4 * u_whole.size + 4 * u.size + 256, np.uint8)
+    u_at, w_at = 4096, 4096 + 4 * u_whole.size + 128
+    heap[u_at : u_at + 4 * u_whole.size] = u_whole.ravel(order="F").view(np.uint8)
+    w = np.full(u.shape, -7.0, np.float32)
+    heap[w_at : w_at + 4 * w.size] = w.ravel(order="F").view(np.uint8)
+    us = (step, step * nx, step * nx * ny)  # u's strides in elements, dims 1, 2, 3
+    ws = (1, nx, nx * ny)
+    homes = {
+        8: GLOBAL_WINDOW + u_at,
+        24: GLOBAL_WINDOW + w_at,
+        32: ny - 1,
+        40: nz - 1,
+        48: -sum(ws),
+        56: ws[2],
+        64: ws[1],
+        72: ws[0],
+        80: -sum(us),
+        88: us[2],
+        104: us[1],
+        120: us[0],
+        128: nx,
+    }
+    slots = heap[:256].view(np.uint64)
+    values = heap[1024:2048].view(np.int64)
+    for k, (offset, value) in enumerate(homes.items()):
+        slots[offset // 8] = GLOBAL_WINDOW + 1024 + 8 * k
+        values[k] = value
+    launch(parse_ptx(text, str(FIXTURE)), LAP3D, (gangs,), (32, 1, 1), [heap])
+    return heap[w_at : w_at + 4 * w.size].view(np.float32).reshape(u.shape, order="F").copy()
+
+
+def test_the_assumed_shape_laplacian_shuffles_along_dimension_one(synthesised: tuple[dict, str]) -> None:
+    """``u(i+1, j, k)`` from ``u(i, j, k)`` one lane on: the element stride
+    is the descriptor's, unknown, but both loads take the same one."""
+    plans, _ = synthesised
+    assert [v.delta for v in plans[LAP3D].chosen] == [1]
+
+
+LAP3D_CASES = [((37, 5, 4), 1, 1), ((37, 5, 4), 2, 3), ((33, 4, 5), 3, 2)]  # shape, u's step, gangs
+
+
+@pytest.mark.parametrize(("shape", "step", "gangs"), LAP3D_CASES)
+def test_the_rewritten_laplacian_computes_the_same_bits(
+    synthesised: tuple[dict, str], shape: tuple[int, int, int], step: int, gangs: int
+) -> None:
+    _, text = synthesised
+    u = np.random.default_rng(sum(shape) + step).standard_normal(shape).astype(np.float32)
+    original = _lap3d(FIXTURE.read_text(), u, step, gangs)
+    rewritten = _lap3d(text, u, step, gangs)
+    assert np.array_equal(original.view(np.uint32), rewritten.view(np.uint32))
+    c = u[1:-1, 1:-1, 1:-1]
+    expected = np.full(shape, -7.0, np.float32)
+    expected[1:-1, 1:-1, 1:-1] = (
+        (u[:-2, 1:-1, 1:-1] + u[2:, 1:-1, 1:-1] + u[1:-1, :-2, 1:-1] + u[1:-1, 2:, 1:-1])
+        + (u[1:-1, 1:-1, :-2] + u[1:-1, 1:-1, 2:])
+        - 6 * c
+    )
+    np.testing.assert_allclose(original, expected, rtol=1e-5, atol=1e-5)
