@@ -30,6 +30,8 @@ from ptxasw.synth.detect import Options
 from ptxasw.synth.synthesize import ShuffleSynthesisPass
 
 FIXTURE = Path(__file__).parent / "fixtures" / "acc_jacobi_gcc12.ptx"
+# The same source at -O3: GCC unrolls the vector loop (three shuffles, N = -2).
+FIXTURE_O3 = Path(__file__).parent / "fixtures" / "acc_jacobi_O3_gcc12.ptx"
 JACOBI = "jacobi$_omp_fn$0"
 NX, NY = 70, 9  # the source's array shape
 
@@ -100,9 +102,21 @@ def test_the_rewritten_jacobi_computes_the_same_bits(synthesised: tuple[object, 
     interior columns leaves lanes 4-31 idle: the warp is incomplete there
     and every lane loads."""
     _, text = synthesised
+    check_jacobi(FIXTURE.read_text(), text, gangs)
+
+
+@pytest.mark.parametrize("gangs", [1, 3])
+def test_the_unrolled_jacobi_at_O3(gangs: int) -> None:
+    plan, text = synthesise(FIXTURE_O3.read_text())
+    assert [v.delta for v in plan.chosen] == [-2, -2, -2]
+    check_jacobi(FIXTURE_O3.read_text(), text, gangs)
+
+
+def check_jacobi(original_text: str, rewritten_text: str, gangs: int) -> None:
+    """Original and rewrite bit-equal, and equal to NumPy."""
     u = np.random.default_rng(gangs).standard_normal((NY, NX))
-    original = _jacobi(FIXTURE.read_text(), u, gangs)
-    rewritten = _jacobi(text, u, gangs)
+    original = _jacobi(original_text, u, gangs)
+    rewritten = _jacobi(rewritten_text, u, gangs)
     assert np.array_equal(original.view(np.uint64), rewritten.view(np.uint64))
     expected = np.full((NY, NX), -7.0)
     expected[1:-1, 1:-1] = 0.25 * (u[1:-1, :-2] + u[1:-1, 2:] + u[:-2, 1:-1] + u[2:, 1:-1])

@@ -614,9 +614,9 @@ def _has_functions(claim: z3.ExprRef, hypotheses: Sequence[z3.ExprRef]) -> bool:
     return any(_mentions_memory(e) for e in (claim, *hypotheses))
 
 
-def _launch(c: z3.ExprRef, size: int, threads: int) -> z3.ExprRef:
+def _launch(c: z3.ExprRef, size: int, threads: int, blocks: int) -> z3.ExprRef:
     """The value of unknown ``c`` in a plausible launch: ``threads`` along
-    x, one along y and z, a large grid at its fourth block, the first
+    x, one along y and z, a grid of ``blocks`` at its last block, the first
     iteration of every loop, and ``size`` for a kernel parameter or other
     value (odd, so that rows do not align with warps)."""
     name = c.decl().name()
@@ -625,9 +625,9 @@ def _launch(c: z3.ExprRef, size: int, threads: int) -> z3.ExprRef:
     elif name.startswith("%ntid."):
         value = 1
     elif name.startswith("%nctaid."):
-        value = 1024
+        value = blocks
     elif name.startswith("%ctaid."):
-        value = 3
+        value = blocks - 1
     elif name.startswith("iter_"):
         value = 0
     else:
@@ -968,10 +968,12 @@ class Prover:
         A model of a grid's index arithmetic (row pitch times row, the
         collapsed loop's divisions) is as hard for the solver as a proof, so
         the unknowns inside products first take the values of a plausible
-        launch (`_launch`: a block of 128 threads along x, then of 64, the
-        first loop iteration, small odd sizes, rising in the unknowns' order,
-        then falling, so that one of the two meets a bound between two of
-        them) and the solver finds the rest, linear. Where neither fits
+        launch (`_launch`: the fourth of four blocks of 128 threads along x,
+        then one block of 64 (a gang loop that splits its rows among the
+        blocks leaves a late block of a large grid none), the first loop
+        iteration, small odd sizes, rising in the unknowns' order, then
+        falling, so that one of the two meets a bound between two of them)
+        and the solver finds the rest, linear. Where neither fits
         there is no model: asked as is, the solver would spend its limit."""
         in_products = self._in_products([claim, *hypotheses])
         key = (*(h.get_id() for h in hypotheses), *(c.get_id() for c in in_products))
@@ -979,8 +981,8 @@ class Prover:
         if hit is not None:
             return hit[0]
         model = None
-        for size, step, threads in ((37, 2, 128), (131, -2, 64)):
-            pins = [(c, _launch(c, size + step * n, threads)) for n, c in enumerate(in_products)]
+        for size, step, threads, blocks in ((37, 2, 128, 4), (131, -2, 64, 1)):
+            pins = [(c, _launch(c, size + step * n, threads, blocks)) for n, c in enumerate(in_products)]
             facts = [simplify(z3.substitute(h, *pins)) for h in hypotheses] if pins else list(hypotheses)
             if any(z3.is_false(f) for f in facts):
                 continue
