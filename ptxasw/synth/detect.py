@@ -310,7 +310,7 @@ class _Detector:
             )
             return verdict
         if _is_plain_load(inst) and not self._global_everywhere(inst):
-            verdict.reason = "unsupported access (generic address not shown to be global memory)"
+            verdict.reason = f"unsupported access ({self._not_global(inst)})"
             return verdict
         if id(inst) in self._ragged:
             verdict.reason = "unsupported access (a vector load traced in part)"
@@ -403,6 +403,22 @@ class _Detector:
                 break
         self._global_memo[key] = ok
         return ok
+
+    def _not_global(self, inst: ir.Instruction) -> str:
+        """Why a generic load's address is not shown to be global memory: a
+        variable of another space at its root (a thread's ``.local`` stack:
+        GCC's private arrays, ``-G``'s and ``-O0``'s locals), or no root
+        shown at all."""
+        for flow, j in self.occurrences.get(id(inst), []):
+            address = flow.trace[j].address
+            for c in self._constants.of(address) if address is not None else []:
+                name = c.decl().name()
+                space = self.executor._space_of(name[1:]) if name.startswith("&") else None
+                if space == ".local":
+                    return "generic address of .local memory: each thread's own"
+                if space not in (None, ".global", ".const"):
+                    return f"generic address of {space} memory"
+        return "generic address not shown to be global memory"
 
     def _points_to_global(self, address: z3.ExprRef) -> bool:
         rooted = False
