@@ -408,10 +408,12 @@ class _Detector:
         """Why a generic load's address is not shown to be global memory: a
         variable of another space at its root (a thread's ``.local`` stack:
         GCC's private arrays, ``-G``'s and ``-O0``'s locals), or no root
-        shown at all."""
+        shown at all. A variable inside a load (GCC's ``.shared`` buffer
+        through which its workers pass a pointer) is where the pointer was
+        kept, not where it points."""
         for flow, j in self.occurrences.get(id(inst), []):
             address = flow.trace[j].address
-            for c in self._constants.of(address) if address is not None else []:
+            for c in _outside_loads(address) if address is not None else []:
                 name = c.decl().name()
                 space = self.executor._space_of(name[1:]) if name.startswith("&") else None
                 if space == ".local":
@@ -816,6 +818,24 @@ def _ground_applications(term: z3.ExprRef) -> list[z3.ExprRef] | None:
         return True
 
     return found if raw.walk_apps(ctx, term.as_ast(), visit, _SAMPLED_NODES) else None
+
+
+def _outside_loads(address: z3.ExprRef) -> list[z3.ExprRef]:
+    """The constants of ``address`` that are not inside a load (or another
+    opaque value): the address's own roots."""
+    found: dict[str, z3.ExprRef] = {}
+    stack, seen = [address], set()
+    while stack:
+        node = stack.pop()
+        if node.get_id() in seen or not z3.is_app(node):
+            continue
+        seen.add(node.get_id())
+        if node.decl().kind() == z3.Z3_OP_UNINTERPRETED:
+            if node.num_args() == 0:
+                found.setdefault(node.decl().name(), node)
+            continue
+        stack.extend(node.children())
+    return [found[name] for name in sorted(found)]
 
 
 def _loads_pointer(address: z3.ExprRef) -> bool:
