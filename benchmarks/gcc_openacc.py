@@ -49,6 +49,26 @@ EXACT = [(100, 1), (77, 2), (300, 3), (33, 1), (1000, 5)]
 TIMED = [(1 << 20, 1 << 15), (1 << 22, 1 << 17), (1 << 22, 1 << 12), (1 << 26, 1 << 21), (1 << 26, 1 << 14)]
 
 
+def _launches(
+    cp: Any, kernels: dict[str, Any], homes: dict[str, dict[int, int]], gangs: int
+) -> tuple[dict, list]:
+    """Per variant, a call launching its kernel as libgomp does (``gangs``
+    blocks of (32, 1, 1), one parameter: the argument block), and the device
+    arrays to keep alive while the calls run. ``homes[variant]`` maps each
+    slot of the argument block (its byte offset) to the value whose home's
+    address the slot holds."""
+    calls, keep = {}, []
+    for variant, slots in homes.items():
+        values = cp.asarray(np.array(list(slots.values()), np.int64))
+        block = cp.zeros(max(slots) // 8 + 1, cp.uint64)
+        for k, offset in enumerate(slots):
+            block[offset // 8] = values.data.ptr + 8 * k
+        keep.append((values, block))
+        arg = (np.uint64(block.data.ptr),)
+        calls[variant] = lambda k=kernels[variant], a=arg, g=gangs: k((g,), (32, 1, 1), a)
+    return calls, keep
+
+
 def _jacobi(cp: Any, modules: dict[str, Any], runs: int, reps: int) -> list[dict[str, Any]]:
     """``jacobi2d``: its argument block's homes hold ``u``'s and ``v``'s
     addresses, ``ny - 1``, each array's offset and column stride and ``nx``
@@ -59,17 +79,14 @@ def _jacobi(cp: Any, modules: dict[str, Any], runs: int, reps: int) -> list[dict
         host = np.random.default_rng(nx * ny).standard_normal((nx, ny))
         u = cp.asarray(host.ravel(order="F"))
         outputs = {v: cp.zeros(nx * ny, cp.float64) for v in kernels}
-        keep, calls = [], {}
-        for variant, v in outputs.items():
-            homes = cp.asarray(
-                np.array([u.data.ptr, v.data.ptr, ny - 1, -(1 + nx), nx, -(1 + nx), nx, nx], np.int64)
+        slots = (8, 24, 32, 40, 48, 56, 64, 72)
+        homes = {
+            variant: dict(
+                zip(slots, (u.data.ptr, v.data.ptr, ny - 1, -(1 + nx), nx, -(1 + nx), nx, nx), strict=True)
             )
-            block = cp.zeros(10, cp.uint64)
-            for k, slot in enumerate((1, 3, 4, 5, 6, 7, 8, 9)):
-                block[slot] = homes.data.ptr + 8 * k
-            keep.append((homes, block))
-            arg = (np.uint64(block.data.ptr),)
-            calls[variant] = lambda k=kernels[variant], a=arg, g=gangs: k((g,), (32, 1, 1), a)
+            for variant, v in outputs.items()
+        }
+        calls, _keep = _launches(cp, kernels, homes, gangs)
         for go in calls.values():
             go()
         cp.cuda.Device().synchronize()
@@ -113,18 +130,13 @@ def _lap3d(cp: Any, modules: dict[str, Any], runs: int, reps: int) -> list[dict[
         u = cp.asarray(whole.ravel(order="F"))
         us, ws = (step, step * nx, step * nx * ny), (1, nx, nx * ny)
         outputs = {v: cp.full(nx * ny * nz, -7.0, cp.float32) for v in kernels}
-        keep, calls = [], {}
-        for variant, w in outputs.items():
-            slots = (8, 24, 32, 40, 48, 56, 64, 72, 80, 88, 104, 120, 128)
-            values = (u.data.ptr, w.data.ptr, ny - 1, nz - 1, -sum(ws), ws[2], ws[1], ws[0])
-            values += (-sum(us), us[2], us[1], us[0], nx)
-            homes = cp.asarray(np.array(values, np.int64))
-            block = cp.zeros(17, cp.uint64)
-            for k, slot in enumerate(slots):
-                block[slot // 8] = homes.data.ptr + 8 * k
-            keep.append((homes, block))
-            arg = (np.uint64(block.data.ptr),)
-            calls[variant] = lambda k=kernels[variant], a=arg, g=gangs: k((g,), (32, 1, 1), a)
+        slots = (8, 24, 32, 40, 48, 56, 64, 72, 80, 88, 104, 120, 128)
+        sizes = (ny - 1, nz - 1, -sum(ws), ws[2], ws[1], ws[0], -sum(us), us[2], us[1], us[0], nx)
+        homes = {
+            variant: dict(zip(slots, (u.data.ptr, w.data.ptr, *sizes), strict=True))
+            for variant, w in outputs.items()
+        }
+        calls, _keep = _launches(cp, kernels, homes, gangs)
         for go in calls.values():
             go()
         cp.cuda.Device().synchronize()
@@ -162,15 +174,11 @@ def run(directory: Path, runs: int = 51, reps: int = 50) -> dict[str, Any]:
     for n, gangs in EXACT + TIMED:
         x = cp.asarray(np.random.default_rng(n).standard_normal(n).astype(np.float32))
         outputs = {v: cp.zeros(n, cp.float32) for v in kernels}
-        blocks = {}
-        for variant, y in outputs.items():
-            homes = cp.zeros(3, cp.uint64)  # x's address, y's address, n - 1
-            homes[0], homes[1], homes[2] = x.data.ptr, y.data.ptr, n - 1
-            block = cp.zeros(8, cp.uint64)  # the argument block: [ar0+8], [ar0+24], [ar0+32]
-            block[1], block[3], block[4] = homes.data.ptr, homes.data.ptr + 8, homes.data.ptr + 16
-            blocks[variant] = (homes, block)
-        for variant, kernel in kernels.items():
-            kernel((gangs,), (32, 1, 1), (np.uint64(blocks[variant][1].data.ptr),))
+        # the argument block: [ar0+8], [ar0+24], [ar0+32] hold the homes of x's and y's addresses and n - 1
+        homes = {v: {8: x.data.ptr, 24: y.data.ptr, 32: n - 1} for v, y in outputs.items()}
+        calls, _keep = _launches(cp, kernels, homes, gangs)
+        for go in calls.values():
+            go()
         cp.cuda.Device().synchronize()
         host = cp.asnumpy(x)
         expected = np.zeros(n, np.float32)
@@ -185,8 +193,6 @@ def run(directory: Path, runs: int = 51, reps: int = 50) -> dict[str, Any]:
             "max_error_vs_numpy": float(np.abs(cp.asnumpy(outputs["original"]) - expected).max()),
         }
         if (n, gangs) in TIMED:
-            args = {v: (np.uint64(blocks[v][1].data.ptr),) for v in kernels}
-            calls = {v: lambda k=k, a=args[v], g=gangs: k((g,), (32, 1, 1), a) for v, k in kernels.items()}
             row |= steps.timing(cp, calls, runs, reps)
         rows.append(row)
         print(json.dumps(row), flush=True)

@@ -413,7 +413,7 @@ class _Detector:
         kept, not where it points."""
         for flow, j in self.occurrences.get(id(inst), []):
             address = flow.trace[j].address
-            for c in _outside_loads(address) if address is not None else []:
+            for c in _roots(address)[0] if address is not None else []:
                 name = c.decl().name()
                 space = self.executor._space_of(name[1:]) if name.startswith("&") else None
                 if space == ".local":
@@ -820,10 +820,11 @@ def _ground_applications(term: z3.ExprRef) -> list[z3.ExprRef] | None:
     return found if raw.walk_apps(ctx, term.as_ast(), visit, _SAMPLED_NODES) else None
 
 
-def _outside_loads(address: z3.ExprRef) -> list[z3.ExprRef]:
-    """The constants of ``address`` that are not inside a load (or another
-    opaque value): the address's own roots."""
-    found: dict[str, z3.ExprRef] = {}
+def _roots(address: z3.ExprRef) -> tuple[list[z3.ExprRef], list[z3.ExprRef]]:
+    """The address's own roots: its constants outside any load (or other
+    opaque value), and those opaque values themselves, not looked into."""
+    constants: dict[str, z3.ExprRef] = {}
+    opaque: list[z3.ExprRef] = []
     stack, seen = [address], set()
     while stack:
         node = stack.pop()
@@ -832,28 +833,19 @@ def _outside_loads(address: z3.ExprRef) -> list[z3.ExprRef]:
         seen.add(node.get_id())
         if node.decl().kind() == z3.Z3_OP_UNINTERPRETED:
             if node.num_args() == 0:
-                found.setdefault(node.decl().name(), node)
+                constants.setdefault(node.decl().name(), node)
+            else:
+                opaque.append(node)
             continue
         stack.extend(node.children())
-    return [found[name] for name in sorted(found)]
+    return [constants[name] for name in sorted(constants)], opaque
 
 
 def _loads_pointer(address: z3.ExprRef) -> bool:
     """Whether the address contains a value loaded from global or generic
     memory (a pointer read from a struct, GCC's offload argument block)."""
-    stack, seen = [address], set()
-    while stack:
-        node = stack.pop()
-        if node.get_id() in seen or not z3.is_app(node):
-            continue
-        seen.add(node.get_id())
-        if node.num_args() and node.decl().kind() == z3.Z3_OP_UNINTERPRETED:
-            name = node.decl().name()
-            if name.startswith(("load_global_", "load_generic_", "load_param_")):
-                return True
-            continue
-        stack.extend(node.children())
-    return False
+    _, opaque = _roots(address)
+    return any(n.decl().name().startswith(("load_global_", "load_generic_", "load_param_")) for n in opaque)
 
 
 def _signed_bits(value: int, width: int) -> int:
