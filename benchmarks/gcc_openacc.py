@@ -6,8 +6,8 @@
 This runs its ``smooth1d`` (``y(i) = x(i-1)/4 + x(i)/2 + x(i+1)/4``, both
 neighbours shuffles of ``x(i)``) and ``jacobi2d`` (a gang loop over ``j``, a
 vector loop over ``i``: ``u(i+1, j)`` a shuffle of ``u(i-1, j)``) and ``lap3d``
-(assumed-shape arrays, strides from the descriptors: ``u(i+1, j, k)`` a shuffle
-of ``u(i, j, k)``), original and rewritten, on the same inputs,
+(assumed-shape arrays, strides from the descriptors: ``u(i-1, j, k)`` and
+``u(i+1, j, k)`` shuffles of ``u(i, j, k)``), original and rewritten, on the same inputs,
 as libgomp launches it: blocks of (vector 32, one worker), one parameter,
 the offload argument block, whose slots hold the addresses of ``x``'s and
 ``y``'s addresses and of the loop's last index. In two steps, because the

@@ -1058,6 +1058,12 @@ class Prover:
         """
         if depth > 16:
             return self.equal(hypotheses, a, b)
+        if depth == 0 and self._lane_is_tid_x(hypotheses):
+            # Rows of one warp (GCC's vector loops): the lane model's lane ids
+            # and the thread's ids are one number, and the two sides compare
+            # as terms only once they are written alike (gfortran's lap3d:
+            # the stride times ``laneid - 1`` against the stride times ``tid.x``).
+            a, b = z3.substitute(a, (_LANEID, _TID_X)), z3.substitute(b, (_LANEID, _TID_X))
         a = _if_outside(a)
         if z3.is_app_of(a, z3.Z3_OP_ITE):
             cond, then, other = a.arg(0), a.arg(1), a.arg(2)
@@ -1094,6 +1100,27 @@ class Prover:
                 return holds, False
             needs_no_wrap |= no_wrap
         return True, needs_no_wrap
+
+    def _lane_is_tid_x(self, hypotheses: Sequence[z3.BoolRef]) -> bool:
+        """Whether the hypotheses make ``%laneid`` equal ``%tid.x``: they
+        state the executor's axiom ``%laneid == %tid.x % 32`` and bound
+        ``%tid.x`` below 32 (a block 32 threads wide)."""
+        facts = self._facts(hypotheses)
+        low_bits = {
+            simplify(_TID_X & 31).get_id(),
+            simplify(z3.ZeroExt(27, z3.Extract(4, 0, _TID_X))).get_id(),
+        }
+        axiom = any(
+            z3.is_eq(f) and f.arg(0).eq(_LANEID) and simplify(f.arg(1)).get_id() in low_bits for f in facts
+        )
+        bounded = any(
+            z3.is_app_of(f, z3.Z3_OP_ULT)
+            and f.arg(0).eq(_TID_X)
+            and z3.is_bv_value(f.arg(1))
+            and f.arg(1).as_long() <= 32
+            for f in facts
+        )
+        return axiom and bounded
 
     def decide(self, hypotheses: Sequence[z3.BoolRef], cond: z3.BoolRef) -> bool | None:
         """Whether the hypotheses make ``cond`` true, false, or neither (None).
