@@ -37,7 +37,7 @@ NX, NY = 70, 9  # the source's array shape
 
 
 def synthesise(text: str) -> tuple[object, str]:
-    module = parse_ptx(text, str(FIXTURE))
+    module = parse_ptx(text, "gcc-openacc.ptx")
     synthesis = ShuffleSynthesisPass(Options(rounding="ptx"))
     result = synthesis.run(module)
     assert not result.stats.get("failed"), result.stats.get("failed_names")
@@ -135,3 +135,47 @@ def test_the_rewrite_assembles(synthesised: tuple[object, str], tmp_path: Path) 
         check=False,
     )
     assert proc.returncode == 0, proc.stderr
+
+
+# A 3-D Laplacian over file-scope arrays: a collapse(2) gang loop over (k, j),
+# a vector loop over i (tests/corpus/gcc/acc_lap3d.c).
+LAP3D_FIXTURE = Path(__file__).parent / "fixtures" / "acc_lap3d_gcc12.ptx"
+LAP3D = "lap3d$_omp_fn$0"
+LX, LY, LZ = 70, 6, 5
+
+
+def _lap3d(text: str, u: np.ndarray, gangs: int) -> np.ndarray:
+    """The kernel as libgomp launches it: the argument block's two slots hold
+    ``u``'s and ``w``'s device addresses; ``w`` starts at -7."""
+    n = LX * LY * LZ
+    heap = np.zeros(1024 + 8 * n + 512, np.uint8)
+    u_at, w_at = 512, 512 + 4 * n + 256
+    heap[:16].view(np.uint64)[:] = (GLOBAL_WINDOW + u_at, GLOBAL_WINDOW + w_at)
+    heap[u_at : u_at + 4 * n] = u.view(np.uint8).ravel()
+    heap[w_at : w_at + 4 * n] = np.full(n, -7.0, np.float32).view(np.uint8)
+    launch(parse_ptx(text, str(LAP3D_FIXTURE)), LAP3D, (gangs,), (32, 1, 1), [heap])
+    return heap[w_at : w_at + 4 * n].view(np.float32).reshape(LZ, LY, LX).copy()
+
+
+@pytest.mark.parametrize("gangs", [1, 2, 5])
+def test_the_c_laplacian_shuffles_both_neighbours_and_computes_the_same_bits(gangs: int) -> None:
+    """``u[k][j][i-1]`` and ``u[k][j][i+1]`` from ``u[k][j][i]``, one lane
+    either side; the collapsed gang loop's pairs (k, j) split between gangs."""
+    plan, text = synthesise(LAP3D_FIXTURE.read_text())
+    assert sorted(v.delta for v in plan.chosen) == [-1, 1]
+    u = np.random.default_rng(gangs).standard_normal((LZ, LY, LX)).astype(np.float32)
+    original = _lap3d(LAP3D_FIXTURE.read_text(), u, gangs)
+    rewritten = _lap3d(text, u, gangs)
+    assert np.array_equal(original.view(np.uint32), rewritten.view(np.uint32))
+    inner = (slice(1, -1),) * 3
+    expected = np.full((LZ, LY, LX), -7.0, np.float32)
+    expected[inner] = (
+        u[1:-1, 1:-1, :-2]
+        + u[1:-1, 1:-1, 2:]
+        + u[1:-1, :-2, 1:-1]
+        + u[1:-1, 2:, 1:-1]
+        + u[:-2, 1:-1, 1:-1]
+        + u[2:, 1:-1, 1:-1]
+        - 6 * u[inner]
+    )
+    np.testing.assert_allclose(original, expected, rtol=1e-5, atol=1e-5)
