@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from benchmarks.gcc_openacc_c import KERNELS
 from ptxasw.emulator.concrete.interpreter import launch
 from ptxasw.emulator.concrete.memory import GLOBAL_WINDOW
 from ptxasw.ir.printer import print_module
@@ -80,19 +81,32 @@ def test_a_register_is_summarised_as_broadcast_only_when_it_is(edit: tuple[str, 
     assert not plan.chosen
 
 
-def _jacobi(text: str, u: np.ndarray, gangs: int) -> np.ndarray:
+def _launch(text: str, symbol: str, u: np.ndarray, gangs: int) -> np.ndarray:
     """Run the kernel as libgomp does: one u64 parameter, the argument
-    block, whose two slots hold ``u``'s and ``v``'s device addresses (in the
-    order of the data clauses), all in the launch's first allocation."""
-    heap = np.zeros(1024 + 2 * 8 * NX * NY + 512, np.uint8)
-    u_at, v_at = 512, 512 + 8 * NX * NY + 256
-    slots = heap[:16].view(np.uint64)
-    slots[:] = (GLOBAL_WINDOW + u_at, GLOBAL_WINDOW + v_at)
-    heap[u_at : u_at + 8 * NX * NY] = u.view(np.uint8).ravel()
-    v = np.full((NY, NX), -7.0)
-    heap[v_at : v_at + 8 * NX * NY] = v.view(np.uint8).ravel()
-    launch(parse_ptx(text, str(FIXTURE)), JACOBI, (gangs,), (32, 1, 1), [heap])
-    return heap[v_at : v_at + 8 * NX * NY].view(np.float64).reshape(NY, NX).copy()
+    block, whose two slots hold the input's and the output's device
+    addresses (in the order of the data clauses), all in the launch's first
+    allocation; the output (``u``'s shape and type) starts at -7."""
+    size = u.nbytes
+    heap = np.zeros(1024 + 2 * size + 512, np.uint8)
+    u_at, out_at = 512, 512 + size + 256
+    heap[:16].view(np.uint64)[:] = (GLOBAL_WINDOW + u_at, GLOBAL_WINDOW + out_at)
+    heap[u_at : u_at + size] = u.view(np.uint8).ravel()
+    heap[out_at : out_at + size] = np.full(u.shape, -7.0, u.dtype).view(np.uint8).ravel()
+    launch(parse_ptx(text, "gcc-openacc.ptx"), symbol, (gangs,), (32, 1, 1), [heap])
+    return heap[out_at : out_at + size].view(u.dtype).reshape(u.shape).copy()
+
+
+def check_same_bits(
+    kernel: str, symbol: str, original_text: str, rewritten_text: str, u: np.ndarray, gangs: int
+) -> None:
+    """Original and rewrite bit-equal, and equal to NumPy (the benchmark's
+    reference and tolerance for ``kernel``)."""
+    original = _launch(original_text, symbol, u, gangs)
+    rewritten = _launch(rewritten_text, symbol, u, gangs)
+    bits = np.uint64 if u.dtype == np.float64 else np.uint32
+    assert np.array_equal(original.view(bits), rewritten.view(bits))
+    tolerance = KERNELS[kernel].tolerance
+    np.testing.assert_allclose(original, KERNELS[kernel].reference(u), rtol=tolerance, atol=tolerance)
 
 
 @pytest.mark.parametrize("gangs", [1, 2, 3, 7])
@@ -113,14 +127,8 @@ def test_the_unrolled_jacobi_at_O3(gangs: int) -> None:
 
 
 def check_jacobi(original_text: str, rewritten_text: str, gangs: int) -> None:
-    """Original and rewrite bit-equal, and equal to NumPy."""
     u = np.random.default_rng(gangs).standard_normal((NY, NX))
-    original = _jacobi(original_text, u, gangs)
-    rewritten = _jacobi(rewritten_text, u, gangs)
-    assert np.array_equal(original.view(np.uint64), rewritten.view(np.uint64))
-    expected = np.full((NY, NX), -7.0)
-    expected[1:-1, 1:-1] = 0.25 * (u[1:-1, :-2] + u[1:-1, 2:] + u[:-2, 1:-1] + u[2:, 1:-1])
-    np.testing.assert_allclose(original, expected, rtol=1e-12, atol=1e-12)
+    check_same_bits("jacobi", JACOBI, original_text, rewritten_text, u, gangs)
 
 
 @pytest.mark.skipif(shutil.which("ptxas") is None, reason="needs ptxas")
@@ -144,19 +152,6 @@ LAP3D = "lap3d$_omp_fn$0"
 LX, LY, LZ = 70, 6, 5
 
 
-def _lap3d(text: str, u: np.ndarray, gangs: int) -> np.ndarray:
-    """The kernel as libgomp launches it: the argument block's two slots hold
-    ``u``'s and ``w``'s device addresses; ``w`` starts at -7."""
-    n = LX * LY * LZ
-    heap = np.zeros(1024 + 8 * n + 512, np.uint8)
-    u_at, w_at = 512, 512 + 4 * n + 256
-    heap[:16].view(np.uint64)[:] = (GLOBAL_WINDOW + u_at, GLOBAL_WINDOW + w_at)
-    heap[u_at : u_at + 4 * n] = u.view(np.uint8).ravel()
-    heap[w_at : w_at + 4 * n] = np.full(n, -7.0, np.float32).view(np.uint8)
-    launch(parse_ptx(text, str(LAP3D_FIXTURE)), LAP3D, (gangs,), (32, 1, 1), [heap])
-    return heap[w_at : w_at + 4 * n].view(np.float32).reshape(LZ, LY, LX).copy()
-
-
 @pytest.mark.parametrize("gangs", [1, 2, 5])
 def test_the_c_laplacian_shuffles_both_neighbours_and_computes_the_same_bits(gangs: int) -> None:
     """``u[k][j][i-1]`` and ``u[k][j][i+1]`` from ``u[k][j][i]``, one lane
@@ -164,18 +159,4 @@ def test_the_c_laplacian_shuffles_both_neighbours_and_computes_the_same_bits(gan
     plan, text = synthesise(LAP3D_FIXTURE.read_text())
     assert sorted(v.delta for v in plan.chosen) == [-1, 1]
     u = np.random.default_rng(gangs).standard_normal((LZ, LY, LX)).astype(np.float32)
-    original = _lap3d(LAP3D_FIXTURE.read_text(), u, gangs)
-    rewritten = _lap3d(text, u, gangs)
-    assert np.array_equal(original.view(np.uint32), rewritten.view(np.uint32))
-    inner = (slice(1, -1),) * 3
-    expected = np.full((LZ, LY, LX), -7.0, np.float32)
-    expected[inner] = (
-        u[1:-1, 1:-1, :-2]
-        + u[1:-1, 1:-1, 2:]
-        + u[1:-1, :-2, 1:-1]
-        + u[1:-1, 2:, 1:-1]
-        + u[:-2, 1:-1, 1:-1]
-        + u[2:, 1:-1, 1:-1]
-        - 6 * u[inner]
-    )
-    np.testing.assert_allclose(original, expected, rtol=1e-5, atol=1e-5)
+    check_same_bits("lap3d", LAP3D, LAP3D_FIXTURE.read_text(), text, u, gangs)

@@ -2949,6 +2949,7 @@ def _broadcasts_itself(cfg: CFG, inst: ir.Instruction, block: int, k: int, name:
     if not isinstance(ops[0], ir.Register) or ops[0].name != name or len(halves) != 2:
         return False
     body = cfg.blocks[block].instructions
+    written = _last_definition(body, k, ir.Register(name))
     unpacks = set()
     for half in halves:
         if not isinstance(half, ir.Register):
@@ -2957,7 +2958,6 @@ def _broadcasts_itself(cfg: CFG, inst: ir.Instruction, block: int, k: int, name:
         if shuffle is None or not _lane_zero_shuffle(body[shuffle], half.name):
             return False
         unpack = _last_definition(body, shuffle, half)
-        written = _last_definition(body, k, ir.Register(name))
         if unpack is None or (written is not None and written > unpack):
             return False
         unpacked = body[unpack]
