@@ -21,7 +21,8 @@ neither explains it. Rewrite over original, L2 / DRAM: global loads, 32x8
 blocks 0.916 / 0.961; 32x1 blocks 1.001 / 1.000; generic loads 0.923 / 0.960
 and 1.000 / 1.000; every output bit-equal. What GCC's Laplacians have besides
 is the gang loop: a warp computes row after row, where the suite's kernels
-compute one point a thread.
+compute one point a thread: ``gang_loop_probe.py`` measures that (it is the
+difference, through ptxas's schedule of the rolled loop).
 """
 
 from __future__ import annotations
