@@ -159,3 +159,20 @@ def test_clang_collapse2_jacobi_loads_get_the_true_reason(openmp_report: dict) -
     assert jacobi["status"] == "complete"
     stencil = next(k for name, k in openmp_report.items() if "stencil1d" in name)
     assert stencil["shuffles"] == 2
+
+
+def test_a_row_of_a_2d_block_inside_a_product_is_evaluated() -> None:
+    """A block's row (``%tid.y``) inside the row-pitch product: the
+    plausible launch has one thread along y, so its ``%tid.y`` is 0 (it
+    was taken for a size, and no launch fitted ``%tid.y < %ntid.y``)."""
+    tid_y, ntid_y = z3.BitVec("%tid.y", 32), z3.BitVec("%ntid.y", 32)
+    row = tid_y + CTAID * ntid_y
+
+    def element(column: z3.BitVecRef) -> z3.BitVecRef:
+        return LOAD(BASE + 4 * z3.ZeroExt(32, row * PITCH + column))
+
+    hypotheses = [*geometry(), z3.UGE(ntid_y, 1), z3.ULE(ntid_y, 1024), z3.ULT(tid_y, ntid_y)]
+    prover = Prover(200)
+    # Lane + 1's element is the next one, not the one after.
+    assert prover.refuted(hypotheses, shift_thread(element(TID), 1) == element(TID + 2))
+    assert not prover.refuted(hypotheses, shift_thread(element(TID), 1) == element(TID + 1))

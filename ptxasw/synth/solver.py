@@ -66,6 +66,17 @@ _LANEID = z3.BitVec("%laneid", 32)
 # collapsed loop's inner extent falls in the first few warps).
 _REFUTING_THREADS = 128
 
+#: The launches whose models `Prover.refuted` evaluates a claim in, as
+#: (size of the first unknown, step to the next, threads along x, blocks):
+#: the fourth of four blocks of 128 threads; one block of 64 (a gang loop
+#: that splits its rows among the blocks leaves a late block of a large grid
+#: none); and sizes past four warps' widths, where nvcc's 4x unrolled
+#: grid-stride loop (remainder iterations first) has lanes of one warp in
+#: the unrolled body at different iterations. Small odd sizes, rising in the
+#: unknowns' order, then falling, so that one of the two meets a bound
+#: between two of them; odd, so that rows do not align with warps.
+_PLAUSIBLE_LAUNCHES = ((37, 2, 128, 4), (131, -2, 64, 1), (517, 2, 128, 4))
+
 
 class _DagFold:
     """A value of every node of a term's DAG, made from the node and its
@@ -616,14 +627,16 @@ def _has_functions(claim: z3.ExprRef, hypotheses: Sequence[z3.ExprRef]) -> bool:
 
 def _launch(c: z3.ExprRef, size: int, threads: int, blocks: int) -> z3.ExprRef:
     """The value of unknown ``c`` in a plausible launch: ``threads`` along
-    x, one along y and z, a grid of ``blocks`` at its last block, the first
-    iteration of every loop, and ``size`` for a kernel parameter or other
-    value (odd, so that rows do not align with warps)."""
+    x, one along y and z (so thread 0 there), a grid of ``blocks`` at its
+    last block, the first iteration of every loop, and ``size`` for a kernel
+    parameter or other value (odd, so that rows do not align with warps)."""
     name = c.decl().name()
     if name == "%ntid.x":
         value = threads
     elif name.startswith("%ntid."):
         value = 1
+    elif name.startswith("%tid."):
+        value = 0
     elif name.startswith("%nctaid."):
         value = blocks
     elif name.startswith("%ctaid."):
@@ -821,8 +834,8 @@ class Prover:
         # Per hypothesis list, its conjuncts as (stated, true/false) pairs (`_known`).
         self._known_memo: dict[tuple[int, ...], list[tuple[z3.BoolRef, z3.BoolRef]]] = {}
         self._cache: dict[tuple[int, ...], tuple[bool | None, z3.ExprRef, tuple[z3.ExprRef, ...]]] = {}
-        # Per hypothesis list, one model of it (or None), for `refuted`.
-        self._models: dict[tuple[int, ...], tuple[z3.ModelRef | None, tuple[z3.BoolRef, ...]]] = {}
+        # Per hypothesis list, the plausible launches' models found so far (None: no fit), for `refuted`.
+        self._models: dict[tuple[int, ...], tuple[list[z3.ModelRef | None], tuple[z3.BoolRef, ...]]] = {}
         self._constants = TermConstants()
 
     def equal(
@@ -899,9 +912,9 @@ class Prover:
 
     def _at_threads(self, hypotheses: Sequence[z3.BoolRef], term: z3.ExprRef) -> Iterator[z3.ExprRef]:
         """``term`` evaluated at the threads of one block where the
-        hypotheses hold: every unknown but the thread's x position (and its
-        lane) takes its value from one model of the hypotheses (`_model_of`:
-        a block of 128 or 64 threads along x where they allow one), then the
+        hypotheses hold, for each plausible launch that fits them: every
+        unknown but the thread's x position (and its lane) takes its value
+        from that launch's model of the hypotheses (`_models_of`), then the
         block's threads are taken one by one (at most `_REFUTING_THREADS`):
         numbers and loads at numbered addresses only, no solving. A load
         in the hypotheses whose address is the same in every thread (GCC's
@@ -910,9 +923,17 @@ class Prover:
         loaded = self._thread_free_loads(hypotheses)
         if loaded is None:
             return
-        model = self._model_of(hypotheses, term)
-        if model is None:
-            return
+        for model in self._models_of(hypotheses, term):
+            yield from self._at_threads_of(model, hypotheses, term, loaded)
+
+    def _at_threads_of(
+        self,
+        model: z3.ModelRef,
+        hypotheses: Sequence[z3.BoolRef],
+        term: z3.ExprRef,
+        loaded: list[z3.ExprRef],
+    ) -> Iterator[z3.ExprRef]:
+        """`_at_threads` for one model."""
         if loaded:
             fixed = [(app, model.eval(app, model_completion=True)) for app in loaded]
             hypotheses = [z3.substitute(h, *fixed) for h in hypotheses]
@@ -961,41 +982,47 @@ class Prover:
             stack.extend(node.children())
         return list(found.values())
 
-    def _model_of(self, hypotheses: Sequence[z3.BoolRef], claim: z3.BoolRef) -> z3.ModelRef | None:
-        """One model of the hypotheses, for evaluating ``claim`` (memoised
-        per hypothesis list and the unknowns of the claim's products).
+    def _models_of(self, hypotheses: Sequence[z3.BoolRef], claim: z3.BoolRef) -> Iterator[z3.ModelRef]:
+        """Models of the hypotheses, one per plausible launch that fits them,
+        for evaluating ``claim``; each found when asked for (so a claim the
+        first one breaks costs one) and memoised per hypothesis list and the
+        unknowns of the claim's products.
 
         A model of a grid's index arithmetic (row pitch times row, the
         collapsed loop's divisions) is as hard for the solver as a proof, so
         the unknowns inside products first take the values of a plausible
-        launch (`_launch`: the fourth of four blocks of 128 threads along x,
-        then one block of 64 (a gang loop that splits its rows among the
-        blocks leaves a late block of a large grid none), the first loop
-        iteration, small odd sizes, rising in the unknowns' order, then
-        falling, so that one of the two meets a bound between two of them)
-        and the solver finds the rest, linear. Where neither fits
-        there is no model: asked as is, the solver would spend its limit."""
+        launch (`_PLAUSIBLE_LAUNCHES`, `_launch`) and the solver finds the
+        rest, linear. Where none fits there is no model: asked as is, the
+        solver would spend its limit. Where nothing is inside a product the
+        solver finds the one model itself."""
         in_products = self._in_products([claim, *hypotheses])
         key = (*(h.get_id() for h in hypotheses), *(c.get_id() for c in in_products))
-        hit = self._models.get(key)
-        if hit is not None:
-            return hit[0]
-        model = None
-        for size, step, threads, blocks in ((37, 2, 128, 4), (131, -2, 64, 1)):
-            pins = [(c, _launch(c, size + step * n, threads, blocks)) for n, c in enumerate(in_products)]
-            facts = [simplify(z3.substitute(h, *pins)) for h in hypotheses] if pins else list(hypotheses)
-            if any(z3.is_false(f) for f in facts):
-                continue
-            s = z3.SolverFor("QF_BV") if not _has_functions(z3.BoolVal(True), facts) else z3.Solver()
-            s.set("rlimit", self.rlimit)
-            s.add(*facts, *(c == v for c, v in pins))
-            if s.check() == z3.sat:
-                model = s.model()
-                break
-            if not pins:
-                break
-        self._models[key] = (model, tuple(hypotheses))
-        return model
+        found, _ = self._models.setdefault(key, ([], tuple(hypotheses)))
+        launches = _PLAUSIBLE_LAUNCHES if in_products else _PLAUSIBLE_LAUNCHES[:1]
+        for n, launch in enumerate(launches):
+            if n == len(found):
+                found.append(self._launch_model(hypotheses, in_products, *launch))
+            if found[n] is not None:
+                yield found[n]
+
+    def _launch_model(
+        self,
+        hypotheses: Sequence[z3.BoolRef],
+        in_products: list[z3.ExprRef],
+        size: int,
+        step: int,
+        threads: int,
+        blocks: int,
+    ) -> z3.ModelRef | None:
+        """A model of the hypotheses with the unknowns in ``in_products`` pinned to one launch."""
+        pins = [(c, _launch(c, size + step * n, threads, blocks)) for n, c in enumerate(in_products)]
+        facts = [simplify(z3.substitute(h, *pins)) for h in hypotheses] if pins else list(hypotheses)
+        if any(z3.is_false(f) for f in facts):
+            return None
+        s = z3.SolverFor("QF_BV") if not _has_functions(z3.BoolVal(True), facts) else z3.Solver()
+        s.set("rlimit", self.rlimit)
+        s.add(*facts, *(c == v for c, v in pins))
+        return s.model() if s.check() == z3.sat else None
 
     def _in_products(self, terms: Sequence[z3.ExprRef]) -> list[z3.ExprRef]:
         """The unknowns (but the thread's x position) inside products of unknowns."""
