@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import io
 import re
+import subprocess
+from pathlib import Path
 
 from elftools.elf.elffile import ELFFile
 
 from ptxasw.driver.assembler import PTX_LAYOUT_SECTIONS, code_sections
 
-__all__ = ["PTX_LAYOUT_SECTIONS", "differing_sections", "same_code", "sections"]
+__all__ = ["PTX_LAYOUT_SECTIONS", "assert_assembles", "differing_sections", "same_code", "sections"]
 
 
 def sections(cubin: bytes) -> dict[str, bytes]:
@@ -74,3 +76,15 @@ def same_code(a: bytes, b: bytes) -> bool:
 
 def _names(table: bytes) -> bytes:
     return _LAYOUT_NAMED.sub(rb"\1N", table)
+
+
+def assert_assembles(text: str, folder: Path, arch: str, *options: str) -> bytes:
+    """The cubin the real ptxas makes of ``text`` for ``arch`` (written
+    and assembled in ``folder``), failing the test with ptxas's message
+    where it refuses the text."""
+    source, cubin = folder / "assembled.ptx", folder / "assembled.cubin"
+    source.write_text(text)
+    command = ["ptxas", f"-arch={arch}", *options, str(source), "-o", str(cubin)]
+    run = subprocess.run(command, capture_output=True, text=True, check=False)
+    assert run.returncode == 0, run.stderr
+    return cubin.read_bytes()

@@ -8,7 +8,6 @@ from __future__ import annotations
 import dataclasses
 import random
 import shutil
-import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +21,7 @@ from ptxasw.emulator.symbolic import executor
 from ptxasw.emulator.symbolic.executor import analyze_kernel
 from ptxasw.ir.printer import print_module
 from ptxasw.parser.frontend import parse_ptx
+from tests.cubin import assert_assembles
 
 HEADER = ".version 8.0\n.target sm_80\n.address_size 64\n\n"
 
@@ -469,12 +469,7 @@ def test_converted_text_assembles(tmp_path: Path) -> None:
     converted, _ = converted_module(module(random_body(random.Random(3), 8, tail), "\n".join(tail)))
     opcodes = {i.opcode for i in converted.function("k").instructions()}
     assert "and" in opcodes, "an early exit is converted"
-    path = tmp_path / "k.ptx"
-    path.write_text(print_module(converted))
-    run = subprocess.run(
-        ["ptxas", "-arch=sm_80", str(path), "-o", str(tmp_path / "k.cubin")], capture_output=True
-    )
-    assert run.returncode == 0, run.stderr.decode()
+    assert_assembles(print_module(converted), tmp_path, "sm_80")
 
 
 SEQUENCE = "\n".join(
@@ -624,12 +619,7 @@ def test_converted_acyclic_regions_compute_the_same_bits(seed: int) -> None:
 def test_converted_acyclic_region_assembles(tmp_path: Path) -> None:
     converted, regions = converted_module(acyclic_module(random_acyclic_body(random.Random(7), 9)))
     assert regions >= 1
-    path = tmp_path / "k.ptx"
-    path.write_text(print_module(converted))
-    run = subprocess.run(
-        ["ptxas", "-arch=sm_80", str(path), "-o", str(tmp_path / "k.cubin")], capture_output=True
-    )
-    assert run.returncode == 0, run.stderr.decode()
+    assert_assembles(print_module(converted), tmp_path, "sm_80")
 
 
 def test_an_early_exit_on_the_sides_own_predicate_converts() -> None:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +28,7 @@ from ptxasw.ir.printer import print_module
 from ptxasw.parser import parse_ptx
 from ptxasw.synth.detect import Options
 from ptxasw.synth.synthesize import ShuffleSynthesisPass
+from tests.cubin import assert_assembles
 
 FIXTURE = Path(__file__).parent / "fixtures" / "acc_jacobi_gcc12.ptx"
 # The same source at -O3: GCC unrolls the vector loop (three shuffles, N = -2).
@@ -134,15 +134,7 @@ def check_jacobi(original_text: str, rewritten_text: str, gangs: int) -> None:
 @pytest.mark.skipif(shutil.which("ptxas") is None, reason="needs ptxas")
 def test_the_rewrite_assembles(synthesised: tuple[object, str], tmp_path: Path) -> None:
     _, text = synthesised
-    source = tmp_path / "acc_jacobi.ptx"
-    source.write_text(text)
-    proc = subprocess.run(
-        ["ptxas", "-arch=sm_75", "-c", str(source), "-o", str(tmp_path / "acc_jacobi.cubin")],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr
+    assert_assembles(text, tmp_path, "sm_75", "-c")
 
 
 # A 3-D Laplacian over file-scope arrays: a collapse(2) gang loop over (k, j),

@@ -12,7 +12,6 @@ shown to be global memory, so none was ever shuffled.
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +23,7 @@ from ptxasw.ir.printer import print_module
 from ptxasw.parser import parse_ptx
 from ptxasw.synth.detect import Options
 from ptxasw.synth.synthesize import ShuffleSynthesisPass
+from tests.cubin import assert_assembles
 
 FIXTURE = Path(__file__).parent / "fixtures" / "acc_fortran_gcc12.ptx"
 SMOOTH = "__stencils_MOD_smooth1d$_omp_fn$0"
@@ -69,15 +69,7 @@ def test_the_lane_zero_loads_are_not_shuffled(synthesised: tuple[dict, str]) -> 
 @pytest.mark.skipif(shutil.which("ptxas") is None, reason="needs ptxas")
 def test_the_rewrite_assembles(synthesised: tuple[dict, str], tmp_path: Path) -> None:
     _, text = synthesised
-    source = tmp_path / "acc_fortran.ptx"
-    source.write_text(text)
-    proc = subprocess.run(
-        ["ptxas", "-arch=sm_75", "-c", str(source), "-o", str(tmp_path / "acc_fortran.cubin")],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr
+    assert_assembles(text, tmp_path, "sm_75", "-c")
 
 
 def _smooth(text: str, x: np.ndarray, gangs: int) -> np.ndarray:

@@ -28,6 +28,7 @@ from ptxasw.synth.codegen import emit_shuffles
 from ptxasw.synth.detect import SPLIT_VECTOR, Options, Status, detect_kernel
 from ptxasw.synth.prove import PROVED, prove_sites
 from ptxasw.synth.synthesize import ShuffleSynthesisPass, _copy_with
+from tests.cubin import assert_assembles
 
 FIXTURE = Path(__file__).parent / "fixtures" / "vector_loads.ptx"
 
@@ -164,9 +165,7 @@ def test_the_report_names_the_source_registers() -> None:
 @pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas not found on PATH")
 def test_the_rewrite_assembles(tmp_path: Path) -> None:
     module, _ = _synthesize(FIXTURE.read_text())
-    path = tmp_path / "rewritten.ptx"
-    path.write_text(print_module(module))
-    subprocess.run(["ptxas", "-arch=sm_90", str(path), "-o", str(tmp_path / "out.cubin")], check=True)
+    assert_assembles(print_module(module), tmp_path, "sm_90")
 
 
 @pytest.fixture(scope="module")
