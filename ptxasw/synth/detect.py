@@ -64,6 +64,7 @@ from ptxasw.synth.solver import (
     conjuncts,
     lanes_may_write,
     nonlinear,
+    outermost,
     shift_thread,
 )
 
@@ -823,22 +824,9 @@ def _ground_applications(term: z3.ExprRef) -> list[z3.ExprRef] | None:
 def _roots(address: z3.ExprRef) -> tuple[list[z3.ExprRef], list[z3.ExprRef]]:
     """The address's own roots: its constants outside any load (or other
     opaque value), and those opaque values themselves, not looked into."""
-    constants: dict[str, z3.ExprRef] = {}
-    opaque: list[z3.ExprRef] = []
-    stack, seen = [address], set()
-    while stack:
-        node = stack.pop()
-        if node.get_id() in seen or not z3.is_app(node):
-            continue
-        seen.add(node.get_id())
-        if node.decl().kind() == z3.Z3_OP_UNINTERPRETED:
-            if node.num_args() == 0:
-                constants.setdefault(node.decl().name(), node)
-            else:
-                opaque.append(node)
-            continue
-        stack.extend(node.children())
-    return [constants[name] for name in sorted(constants)], opaque
+    found = outermost([address], lambda n: n.decl().kind() == z3.Z3_OP_UNINTERPRETED, z3.is_app)
+    constants = {node.decl().name(): node for node in reversed(found) if node.num_args() == 0}
+    return [constants[name] for name in sorted(constants)], [node for node in found if node.num_args()]
 
 
 def _loads_pointer(address: z3.ExprRef) -> bool:

@@ -42,6 +42,7 @@ __all__ = [
     "nonlinear",
     "normal_form",
     "other_thread",
+    "outermost",
     "shift_thread",
     "without_signed_wrap",
     "without_wrap",
@@ -581,6 +582,34 @@ def _products_as_symbols(terms: list[z3.ExprRef]) -> tuple[list[z3.ExprRef], lis
     return _replaced(terms, symbol)[0], facts
 
 
+def outermost(
+    terms: Iterable[z3.ExprRef],
+    stop: Callable[[z3.ExprRef], bool],
+    enter: Callable[[z3.ExprRef], bool] = lambda node: True,
+) -> list[z3.ExprRef]:
+    """The subterms of ``terms`` where ``stop`` holds and holds of none on
+    the way down to them, each once, looking only into subterms where
+    ``enter`` holds. Depth first in a fixed order, so that what is built
+    from the answer (fresh names, substitutions) does not vary."""
+    found: list[z3.ExprRef] = []
+    stack, seen = list(terms), set()
+    while stack:
+        node = stack.pop()
+        if node.get_id() in seen or not enter(node):
+            continue
+        seen.add(node.get_id())
+        if stop(node):
+            found.append(node)
+            continue
+        stack.extend(node.children())
+    return found
+
+
+def _is_application(node: z3.ExprRef) -> bool:
+    """An application of an uninterpreted function to arguments: a load or a float operation."""
+    return z3.is_app(node) and node.num_args() > 0 and node.decl().kind() == z3.Z3_OP_UNINTERPRETED
+
+
 def _replaced(
     terms: Iterable[z3.ExprRef], replace: Callable[[z3.ExprRef], z3.ExprRef | None]
 ) -> tuple[list[z3.ExprRef], bool]:
@@ -967,20 +996,8 @@ class Prover:
         """The outermost applications of uninterpreted functions (loads,
         float operations) in the hypotheses, where none of their arguments
         names the thread; None where one does."""
-        found: dict[int, z3.ExprRef] = {}
-        stack, seen = [h for h in hypotheses if _mentions_memory(h)], set()
-        while stack:
-            node = stack.pop()
-            if node.get_id() in seen or not _mentions_memory(node):
-                continue
-            seen.add(node.get_id())
-            if node.num_args() and node.decl().kind() == z3.Z3_OP_UNINTERPRETED:
-                if _mentions_thread(node):
-                    return None
-                found[node.get_id()] = node
-                continue
-            stack.extend(node.children())
-        return list(found.values())
+        found = outermost(hypotheses, _is_application, _mentions_memory)
+        return None if any(_mentions_thread(node) for node in found) else found
 
     def _models_of(self, hypotheses: Sequence[z3.BoolRef], claim: z3.BoolRef) -> Iterator[z3.ModelRef]:
         """Models of the hypotheses, one per plausible launch that fits them,
@@ -1027,16 +1044,9 @@ class Prover:
     def _in_products(self, terms: Sequence[z3.ExprRef]) -> list[z3.ExprRef]:
         """The unknowns (but the thread's x position) inside products of unknowns."""
         found: dict[str, z3.ExprRef] = {}
-        stack, seen = [t for t in terms if _nonlinear(t)], set()
-        while stack:
-            node = stack.pop()
-            if node.get_id() in seen or not _nonlinear(node):
-                continue
-            seen.add(node.get_id())
-            if _is_product_node(node.ctx_ref(), node.as_ast()):
-                for c in self._constants.of(node):
-                    found.setdefault(c.decl().name(), c)
-            stack.extend(node.children())
+        for product in outermost(terms, lambda n: _is_product_node(n.ctx_ref(), n.as_ast()), _nonlinear):
+            for c in self._constants.of(product):
+                found.setdefault(c.decl().name(), c)
         moving = (_TID_X.decl().name(), _LANEID.decl().name())
         return [c for name, c in sorted(found.items()) if name not in moving]
 
@@ -1049,26 +1059,17 @@ class Prover:
         """``a`` and ``b`` with every outermost application of an uninterpreted
         function replaced by a variable, one per application modulo operand
         order (`Fingerprints`)."""
-        pairs: dict[int, tuple[z3.ExprRef, z3.ExprRef]] = {}
         names: dict[bytes, z3.ExprRef] = {}
-        stack, seen = [a, b], set()
-        while stack:
-            node = stack.pop()
-            if node.get_id() in seen:
-                continue
-            seen.add(node.get_id())
-            if z3.is_app(node) and node.num_args() and node.decl().kind() == z3.Z3_OP_UNINTERPRETED:
-                key = self.fingerprints.of(normal_form(node))
-                var = names.get(key)
-                if var is None:
-                    var = names[key] = z3.Const(f"opaque!{len(names)}", node.sort())
-                pairs[node.get_id()] = (node, var)
-                continue
-            stack.extend(node.children())
+        pairs = []
+        for node in outermost([a, b], _is_application):
+            key = self.fingerprints.of(normal_form(node))
+            var = names.get(key)
+            if var is None:
+                var = names[key] = z3.Const(f"opaque!{len(names)}", node.sort())
+            pairs.append((node, var))
         if not pairs:
             return a, b
-        subst = list(pairs.values())
-        return z3.substitute(a, *subst), z3.substitute(b, *subst)
+        return z3.substitute(a, *pairs), z3.substitute(b, *pairs)
 
     def equal_by_cases(
         self, hypotheses: Sequence[z3.BoolRef], a: z3.ExprRef, b: z3.ExprRef, depth: int = 0
