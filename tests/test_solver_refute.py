@@ -176,3 +176,24 @@ def test_a_row_of_a_2d_block_inside_a_product_is_evaluated() -> None:
     # Lane + 1's element is the next one, not the one after.
     assert prover.refuted(hypotheses, shift_thread(element(TID), 1) == element(TID + 2))
     assert not prover.refuted(hypotheses, shift_thread(element(TID), 1) == element(TID + 1))
+
+
+def test_elements_of_an_array_whose_address_was_loaded() -> None:
+    """GCC's arrays hang off a pointer read from the argument block, which
+    no hypothesis names: two elements are ``load(2120 + p)`` and
+    ``load(4264 + p)``, apart whatever ``p`` is (NPB BT's ``rhs_eta``: the
+    solver gave up on its collapsed loop's division)."""
+    block = z3.BitVec("param_%in_ar0", 64)
+    pointer = z3.Function("load_generic_64", z3.BitVecSort(64), z3.BitVecSort(64))(block + 16)
+    load = z3.Function("load_generic_64@2", z3.BitVecSort(64), z3.BitVecSort(64))
+
+    def element(row: z3.BitVecRef, column: z3.BitVecRef) -> z3.BitVecRef:
+        return load(pointer + 8 * z3.ZeroExt(32, column) + 96 * z3.ZeroExt(32, row))
+
+    k = CTAID * NTID + TID
+    hypotheses = [*geometry(), in_range(), in_range(1), z3.ULT(TID + 1, NTID)]
+    prover = Prover(200)
+    # Lane + 1 holds the next column of the row except where a row of NX wraps.
+    lane_on = shift_thread(element(z3.UDiv(k, NX), z3.URem(k, NX)), 1)
+    assert prover.refuted(hypotheses, lane_on == element(z3.UDiv(k, NX), z3.URem(k, NX) + 1))
+    assert not prover.refuted(hypotheses, lane_on == element(z3.UDiv(k + 1, NX), z3.URem(k + 1, NX)))
