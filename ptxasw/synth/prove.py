@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import z3
 
 from ptxasw import ir
-from ptxasw.emulator.symbolic.executor import Budget, Flow, KernelAnalysis, SymbolicExecutor
+from ptxasw.emulator.symbolic.executor import Access, Budget, Flow, KernelAnalysis, SymbolicExecutor
 from ptxasw.ir import isa
 from ptxasw.synth.codegen import Site
 from ptxasw.synth.detect import element_count
@@ -267,16 +267,23 @@ def _stores_differ(
     new: Flow,
     replaced: list[tuple[z3.ExprRef, z3.ExprRef]],
 ) -> str | None:
-    """Why the two flows' stores differ, or None when they are the same."""
+    """Why the two flows' stores differ, or None when they are the same.
+
+    An atomic writes what it combines (its operands) with what the other
+    threads left, which each run reads as a fresh unknown: its operands are
+    compared, and from there on the rewrite's unknown stands for the
+    original's (an index taken with ``atomicAdd`` and stored through)."""
     olds = [a for a in old.trace if a.kind in ("st", "atom")]
     news = [a for a in new.trace if a.kind in ("st", "atom")]
     if len(olds) != len(news):
         return "failed: the rewrite stores a different number of times"
+    replaced = list(replaced)
     for a, b in zip(olds, news, strict=True):
         where = _where(a.inst)
-        if a.kind != b.kind or a.space != b.space or a.nbytes != b.nbytes:
+        if _shape(a) != _shape(b):
             return f"failed: the store at {where} changed"
-        for x, y in ((a.address, b.address), (a.value, b.value)):
+        written = list(zip(a.operands, b.operands, strict=True)) if a.kind == "atom" else [(a.value, b.value)]
+        for x, y in [(a.address, b.address), *written]:
             if x is None or y is None:
                 continue
             y = _put_back(y, replaced)
@@ -287,7 +294,14 @@ def _stores_differ(
                     if holds is False
                     else (f"timeout: the solver gave up on the store at {where}")
                 )
+        if a.kind == "atom" and a.value is not None and b.value is not None:
+            replaced.append((b.value, a.value))
     return None
+
+
+def _shape(access: Access) -> tuple[object, ...]:
+    """What a store must keep in the rewrite besides its address and value."""
+    return access.kind, access.space, access.nbytes, len(access.operands)
 
 
 def _where(inst: ir.Instruction) -> str:

@@ -252,7 +252,10 @@ class Access:
     event that may have changed it). ``readonly``: a load of memory nothing
     writes while the kernel runs (``ld.global.nc``, ``ldu``, ``ld.const``),
     so no store of this thread or barrier invalidates it. ``source``: the
-    CUDA/Fortran position from ``.loc``, if any.
+    CUDA/Fortran position from ``.loc``, if any. ``operands``: what an
+    ``atom`` combines with the old value (its ``b``, and ``c`` for ``cas``),
+    which is what it writes: the old value is whatever the other threads left,
+    a fresh unknown of each run.
     """
 
     kind: str
@@ -269,6 +272,7 @@ class Access:
     version: int
     source: str | None
     readonly: bool = False
+    operands: tuple[BV, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -1400,7 +1404,8 @@ class SymbolicExecutor:
         if guard is not None and z3.is_false(guard):
             return old
         address = simplify(address)
-        index = self._record(st, "atom", space, nbytes, address, old, inst, guard, 0)
+        written = tuple(operands)
+        index = self._record(st, "atom", space, nbytes, address, old, inst, guard, 0, operands=written)
         # The old value is whatever the other threads left (fresh); what this
         # thread then stores is the shared read-modify-write of it. A later
         # plain load of the word would race with other threads' atomics, which
@@ -1866,6 +1871,7 @@ class SymbolicExecutor:
         guard: z3.BoolRef | None,
         version: int,
         readonly: bool = False,
+        operands: tuple[BV, ...] = (),
     ) -> int:
         flow = st.flow
         flow.trace.append(
@@ -1884,6 +1890,7 @@ class SymbolicExecutor:
                 version=version,
                 source=self.sources.get(id(inst)),
                 readonly=readonly,
+                operands=operands,
             )
         )
         return len(flow.trace) - 1
