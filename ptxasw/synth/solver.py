@@ -294,15 +294,17 @@ def lanes_may_write(
     memory versions of the single-thread analysis see only the thread's own
     stores. Any thread of the block stands for the other lane, and what it
     may write is not narrowed by its path condition. Read-only memory
-    (``ld.global.nc``) nothing writes while the kernel runs."""
+    (``ld.global.nc``) nothing writes while the kernel runs, and a store to
+    a lane's own stack (clang's ``-O0`` locals) no other lane reads."""
     a, b = trace[source], trace[load]
     if a.readonly or b.readonly:
         return False
     if b.address is None:
         return True
     for event in trace[source + 1 : load]:
-        if event.kind not in ("st", "atom") or event.space not in (".global", "generic", None):
-            continue
+        reaches = event.memory or event.space
+        if event.kind not in ("st", "atom") or reaches not in (".global", "generic", None):
+            continue  # another lane's own stack, its block's shared memory: not the load's
         if event.address is None:
             return True
         theirs, facts = other_thread(event.address, constants.of(event.address))

@@ -255,7 +255,9 @@ class Access:
     CUDA/Fortran position from ``.loc``, if any. ``operands``: what an
     ``atom`` combines with the old value (its ``b``, and ``c`` for ``cas``),
     which is what it writes: the old value is whatever the other threads left,
-    a fresh unknown of each run.
+    a fresh unknown of each run. ``memory``: the space the access reaches,
+    ``space`` itself or, for a generic one, the space its address shows
+    (`SymbolicExecutor._memory_space`: a thread's own stack, say).
     """
 
     kind: str
@@ -273,6 +275,7 @@ class Access:
     source: str | None
     readonly: bool = False
     operands: tuple[BV, ...] = ()
+    memory: str | None = None
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -412,7 +415,8 @@ class KernelAnalysis:
 @dataclass(frozen=True, slots=True, eq=False)
 class _MemEvent:
     """A store to ``space`` (exact address) or a clobber (anything); either
-    may change what loads of ``spaces`` read."""
+    may change what loads of ``spaces`` read, but for a load whose address
+    reaches another space than the store's (`_apart`)."""
 
     id: int
     kind: str  # "store" | "clobber"
@@ -422,6 +426,7 @@ class _MemEvent:
     nbytes: int = 0
     value: BV | None = None
     guard: z3.BoolRef | None = None
+    memory: str | None = None  # the space its address reaches (`SymbolicExecutor._memory_space`)
 
 
 @dataclass(eq=False)
@@ -540,6 +545,12 @@ _ALL_WRITABLE = frozenset({".global", ".shared", ".local", ".param", "generic"})
 _DIMS = ("x", "y", "z")
 _SPECIAL_64 = {"%clock64", "%globaltimer", "%gridid"}
 _VOLATILE = {"%clock", "%clock_hi", "%clock64", "%globaltimer", "%globaltimer_lo", "%globaltimer_hi"}
+
+
+def _apart(memory: str | None, other: str | None) -> bool:
+    """Whether accesses that reach these two spaces (`SymbolicExecutor._memory_space`)
+    cannot touch the same byte: both known, and not the same."""
+    return memory is not None and other is not None and "generic" not in (memory, other) and memory != other
 
 
 def _normalize_space(space: str | None) -> str:
@@ -1683,9 +1694,10 @@ class SymbolicExecutor:
     def _lookup(self, st: _State, space: str, address: BV, nbytes: int) -> tuple[BV, int]:
         """The value at ``address``: forwarded from a store, or the memory
         function of the version the location was last possibly changed at."""
+        memory = self._memory_space(space, address)
         for k in range(len(st.mem) - 1, -1, -1):
             ev = st.mem[k]
-            if space not in ev.spaces:
+            if space not in ev.spaces or _apart(memory, ev.memory):
                 continue
             if ev.kind == "clobber" or ev.space != space:
                 # Addresses of different spaces are not comparable: a blocker.
@@ -1717,6 +1729,27 @@ class SymbolicExecutor:
     def _initial(self, space: str, address: BV, nbytes: int, version: int) -> BV:
         fn = self._load_func(space, 8 * nbytes, version, address.size())
         return fn(address)  # type: ignore[return-value]
+
+    def _memory_space(self, space: str, address: BV) -> str:
+        """The space a generic access reaches where its address says
+        (otherwise ``space`` itself): a declared variable's (clang's ``-O0``
+        stack ``%SP``, ``cvta.local`` of its depot; GCC's ``%frame_ar``), or
+        global memory for a kernel's pointer parameter, as the analysis takes
+        everywhere (CUDA passes a kernel no other space's address). So a
+        store to the thread's own stack overwrites no global element loaded
+        before it, and a store through a pointer parameter no stack slot (a
+        pointer spilled there is still the parameter when reloaded): clang's
+        ``-O0`` builds lost most of their shuffles to such stores."""
+        if space != "generic":
+            return space
+        base = self._base_term(address)
+        if base is not None:
+            declared = self._space_of(self.symbols.get(base, base[1:]))
+            return _normalize_space(declared) if declared is not None else space
+        for term in _summands(address):
+            if z3.is_const(term) and term.size() == 64 and term.decl().name() in self.param_names:
+                return ".global"
+        return space
 
     def _thread_private(self, space: str | None, address: BV) -> bool:
         """Whether a load of ``address`` in ``space`` reads a thread's own
@@ -1891,6 +1924,7 @@ class SymbolicExecutor:
                 source=self.sources.get(id(inst)),
                 readonly=readonly,
                 operands=operands,
+                memory=None if space is None or address is None else self._memory_space(space, address),
             )
         )
         return len(flow.trace) - 1
@@ -1910,6 +1944,7 @@ class SymbolicExecutor:
         index: int,
     ) -> None:
         spaces = _ALIASES[space]
+        memory = self._memory_space(space, address)
         # Earlier loads this store may overwrite are no longer valid sources.
         flow = st.flow
         for i, a in enumerate(flow.trace[:index]):
@@ -1918,13 +1953,15 @@ class SymbolicExecutor:
             if i in flow.may_alias_store:
                 continue
             assert a.address is not None
+            if _apart(memory, a.memory):
+                continue  # the load's address reaches another space than the store's
             if a.space != space:
                 flow.may_alias_store[i] = index
                 continue
             precise = not self._solver_free(a.space, a.address)
             if self._relation(st, a.address, a.nbytes, address, nbytes, precise) != "disjoint":
                 flow.may_alias_store[i] = index
-        event = _MemEvent(self._new_event_id(), "store", spaces, space, address, nbytes, value, guard)
+        event = _MemEvent(self._new_event_id(), "store", spaces, space, address, nbytes, value, guard, memory)
         st.mem.append(event)
 
     def _clobber(self, st: _State, spaces: frozenset[str], index: int | None) -> None:
