@@ -20,10 +20,10 @@ from typing import Any
 import click
 
 from ptxasw.cli.common import (
-    check_kernels,
     fail,
     jobs_option,
     progress_bar,
+    select_kernels,
     synthesis_assembler,
     synthesis_options,
     write_text,
@@ -59,7 +59,8 @@ def analyze_command(
     options = Options(max_delta=max_delta, mode=mode, time_s=time_budget)
     try:
         parsed = [Source(path, *_read(path)) for path in sources]
-        check_kernels(sorted({fn.name for source in parsed for fn in source.module.kernels}), kernels)
+        every = sorted({fn.name for source in parsed for fn in source.module.kernels})
+        kernels = select_kernels(every, kernels)
     except PtxError as exc:
         fail(exc)
 

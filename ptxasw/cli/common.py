@@ -45,12 +45,17 @@ def name_list(names: Sequence[str], limit: int = MAX_LISTED) -> str:
     return f"{shown}, ... and {rest} more" if rest > 0 else shown
 
 
-def check_kernels(names: Sequence[str], wanted: Sequence[str]) -> None:
-    """A `PtxError` naming the first of ``wanted`` that is not among the kernels ``names``."""
-    known = set(names)
-    for name in wanted:
-        if name not in known:
-            raise PtxError(f"no kernel named {name} (kernels: {name_list(names)})")
+def select_kernels(names: Sequence[str], wanted: Sequence[str]) -> list[str]:
+    """The kernels of ``names`` that ``-k`` names ``wanted`` select: a
+    kernel's own name, or the function name in mangled ones (``-k stencil``
+    for ``_Z7stencilPKfPfi``, every overload: `ptxasw.parser.kernel_names`);
+    a `PtxError` for the first that selects none."""
+    from ptxasw.parser.kernel_names import resolve_kernels
+
+    chosen, missing = resolve_kernels(names, wanted)
+    if missing:
+        raise PtxError(f"no kernel named {missing[0]} (kernels: {name_list(names)})")
+    return chosen
 
 
 def synthesis_options(command: Callable[..., Any]) -> Callable[..., Any]:

@@ -15,9 +15,9 @@ from pathlib import Path
 import click
 
 from ptxasw.cli.common import (
-    check_kernels,
     fail,
     jobs_option,
+    select_kernels,
     synthesis_assembler,
     synthesis_options,
     write_text,
@@ -58,7 +58,7 @@ def rewrite_command(
             raise PtxError(f"{output}: the output would overwrite the input")
         original = read_text(source)
         module = parse_ptx(original, "<stdin>" if source == "-" else source)
-        check_kernels([fn.name for fn in module.kernels], kernels)
+        kernels = select_kernels([fn.name for fn in module.kernels], kernels)
     except PtxError as exc:
         fail(exc)
     if mode != "normal":

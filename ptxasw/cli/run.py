@@ -27,7 +27,7 @@ from pathlib import Path
 import click
 import numpy as np
 
-from ptxasw.cli.common import name_list, output_error
+from ptxasw.cli.common import name_list, output_error, select_kernels
 from ptxasw.errors import PtxError
 
 __all__ = ["ArgSpec", "parse_arg", "parse_dims", "run_command"]
@@ -205,12 +205,14 @@ def _run(
     b = parse_dims(block, "block")
     specs = [parse_arg(text) for text in arg_texts]
     module = read_ptx(source)
-    if kernel is None:
-        kernels = module.kernels
-        if len(kernels) != 1:
-            names = name_list([k.name for k in kernels])
-            raise PtxError(f"{source} has {len(kernels)} kernels ({names}); choose one with --kernel")
-        kernel = kernels[0].name
+    names = [k.name for k in module.kernels]
+    chosen = select_kernels(names, [kernel]) if kernel is not None else names
+    if len(chosen) != 1:
+        raise PtxError(
+            f"{source} has {len(chosen)} kernels{'' if kernel is None else ' named ' + kernel}"
+            f" ({name_list(chosen)}); choose one with --kernel"
+        )
+    kernel = chosen[0]
     out = Path(outdir)
     if any(isinstance(s.value, np.ndarray) for s in specs):
         _make_outdir(out)  # before the run: a long run must not end in "cannot write"

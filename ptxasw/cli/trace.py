@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ptxasw.cli.common import check_kernels, progress_bar
+from ptxasw.cli.common import progress_bar, select_kernels
 from ptxasw.errors import PtxError, UnsupportedInstruction
 from ptxasw.parser import read_kernels
 
@@ -134,7 +134,7 @@ def trace_command(
             # all of the file's kernels.
             module, every = read_kernels(source, kernels, called_only=True, trampolines=TRAMPOLINES)
         names = every if every is not None else [fn.name for fn in module.kernels]
-        check_kernels(names, kernels)
+        kernels = select_kernels(names, kernels)
     except PtxError as exc:
         click.echo(f"ptxasw: error: {exc}", err=True)
         sys.exit(1)

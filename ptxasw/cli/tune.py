@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 import click
 import numpy as np
 
-from ptxasw.cli.common import check_kernels, name_list
+from ptxasw.cli.common import name_list, select_kernels
 from ptxasw.errors import PtxError
 
 if TYPE_CHECKING:
@@ -169,8 +169,7 @@ def _tune(
     specs = [parse_tune_arg(text, rng) for text in arg_texts]
     text, module = _read(source)
     names = [fn.name for fn in module.kernels]
-    check_kernels(names, kernels)
-    chosen = list(kernels) or names
+    chosen = select_kernels(names, kernels) or names
     if not chosen:
         raise PtxError(f"{source}: no kernel")
     for name in chosen:

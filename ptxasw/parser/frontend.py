@@ -24,8 +24,9 @@ from ptxasw import collector, ir
 from ptxasw.errors import PtxError, PtxSyntaxError
 from ptxasw.ir import isa
 from ptxasw.ir.printer import format_expr
+from ptxasw.parser.kernel_names import resolve_kernels
 from ptxasw.parser.lexer import INIT_LITERAL, SIMPLE_INSTRUCTION, SIMPLE_OPERAND, LexError, PtxLexer
-from ptxasw.parser.outline import select_kernels
+from ptxasw.parser.outline import kernel_spans, select_kernels
 
 GRAMMAR_PATH = Path(__file__).with_name("ptx.lark")
 
@@ -955,12 +956,23 @@ def read_kernels(
     points), whose callers keep every function they name."""
     text = read_text(source)
     path = "<stdin>" if source == "-" else source
-    wanted = set(kernels) if kernels else None
+    wanted = _by_function_name(text, kernels) if kernels else None
     selected = select_kernels(text, wanted, called_only, trampolines) if kernels or called_only else None
     if selected is None:
         return parse_ptx(text, path), None
     kept, names = selected
     return parse_ptx(kept, path), names
+
+
+def _by_function_name(text: str, kernels: Collection[str]) -> set[str]:
+    """The kernels of ``text`` that ``kernels`` name, by their own name or
+    their function name (`kernel_names.resolve_kernels`), and the names that
+    name none (so that the outline refuses them and the caller says so)."""
+    spans = kernel_spans(text)
+    if spans is None:
+        return set(kernels)
+    chosen, missing = resolve_kernels([s.name for s in spans if s.kind == ".entry"], list(kernels))
+    return {*chosen, *missing}
 
 
 def _syntax_error(exc: UnexpectedInput, text: str, path: str) -> PtxError:
