@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from benchmarks.gang_loop_probe import laplacian
 from ptxasw.emulator.concrete.interpreter import launch
 from ptxasw.ir.printer import print_module
 from ptxasw.parser import parse_ptx
@@ -60,20 +61,6 @@ def test_the_rolled_loop_shuffles_both_neighbours(rewritten: tuple[dict[str, obj
     plans, _ = rewritten
     assert sorted(v.delta for v in plans["gang1"].chosen) == [-2, -1]
     assert sorted(v.delta for v in plans["gang"].chosen) == [-2, -2, -2, -1, -1, -1]
-
-
-def laplacian(u: np.ndarray) -> np.ndarray:
-    out = np.zeros_like(u)
-    out[1:-1, 1:-1, 1:-1] = (
-        u[1:-1, 1:-1, :-2]
-        + u[1:-1, 1:-1, 2:]
-        + u[1:-1, :-2, 1:-1]
-        + u[1:-1, 2:, 1:-1]
-        + u[:-2, 1:-1, 1:-1]
-        + u[2:, 1:-1, 1:-1]
-        - np.float32(6.0) * u[1:-1, 1:-1, 1:-1]
-    )
-    return out
 
 
 def run(text: str, kernel: str, u: np.ndarray, grid: int, block: tuple[int, int, int]) -> np.ndarray:
