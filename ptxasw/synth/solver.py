@@ -612,6 +612,28 @@ def _is_application(node: z3.ExprRef) -> bool:
     return z3.is_app(node) and node.num_args() > 0 and node.decl().kind() == z3.Z3_OP_UNINTERPRETED
 
 
+def _rejoined(term: z3.ExprRef) -> z3.ExprRef:
+    """``term`` with each value that was split into halves and put back
+    together (``Concat(Extract(63, 32, 2*s), 2*Extract(31, 0, s))``, as
+    64-bit products of a loop's step come out of the executor) written as
+    the one value it is (``2*s``): Z3's simplifier leaves the halves, and two
+    sides that differ only by them are not equal as terms."""
+
+    def whole(node: z3.ExprRef) -> z3.ExprRef | None:
+        if not z3.is_app_of(node, z3.Z3_OP_CONCAT) or node.num_args() != 2:
+            return None
+        high, low = node.children()
+        if not z3.is_app_of(high, z3.Z3_OP_EXTRACT):
+            return None
+        top, cut = high.params()
+        inner = high.arg(0)
+        if top != inner.size() - 1 or cut != low.size():
+            return None
+        return inner if simplify(z3.Extract(cut - 1, 0, inner)).eq(simplify(low)) else None
+
+    return _replaced([term], whole)[0][0]
+
+
 def _replaced(
     terms: Iterable[z3.ExprRef], replace: Callable[[z3.ExprRef], z3.ExprRef | None]
 ) -> tuple[list[z3.ExprRef], bool]:
@@ -889,7 +911,17 @@ class Prover:
         """Whether ``a == b`` holds, and whether that needed the no-wrap
         assumption. Cheapest first: equal normal forms, equal normal forms
         with the extensions that cannot wrap moved inward (exact), equal normal
-        forms without wrap, the solver, the solver without wrap."""
+        forms without wrap, the solver, the solver without wrap.
+
+        In rows of one warp (`_lane_is_tid_x`) ``%laneid`` is written as
+        ``%tid.x`` first: a shuffle's shifted source (lane ids) and the load
+        (thread ids) then compare as terms. Left to the solver, gfortran's
+        lap3d's ``u(i-1)`` took most of detection's effort limit, and so
+        held or not by the order Z3 gave the operands, which depends on
+        every term the process made before (CI's full run lost it)."""
+        if self._lane_is_tid_x(hypotheses):
+            a, b = z3.substitute(a, (_LANEID, _TID_X)), z3.substitute(b, (_LANEID, _TID_X))
+        a, b = _rejoined(a), _rejoined(b)
         if self._same(a, b):
             return True, False
         (ea, eb), moved = exact_extensions([a, b])
@@ -1128,7 +1160,8 @@ class Prover:
             # Rows of one warp (GCC's vector loops): the lane model's lane ids
             # and the thread's ids are one number, and the two sides compare
             # as terms only once they are written alike (gfortran's lap3d:
-            # the stride times ``laneid - 1`` against the stride times ``tid.x``).
+            # the stride times ``laneid - 1`` against the stride times
+            # ``tid.x``); so also in `equal`, which the cases end in.
             a, b = z3.substitute(a, (_LANEID, _TID_X)), z3.substitute(b, (_LANEID, _TID_X))
         a = _if_outside(a)
         if z3.is_app_of(a, z3.Z3_OP_ITE):
