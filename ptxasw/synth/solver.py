@@ -66,6 +66,10 @@ _LANEID = z3.BitVec("%laneid", 32)
 # How many threads of one block `Prover.refuted` evaluates (a row wrap of a
 # collapsed loop's inner extent falls in the first few warps).
 _REFUTING_THREADS = 128
+# ``%tid.x % 32`` as the executor's lane axiom writes it, simplified: the ids
+# `Prover._lane_is_tid_x` looks for (the terms are kept alive with them).
+_LOW_BITS_TERMS = (simplify(_TID_X & 31), simplify(z3.ZeroExt(27, z3.Extract(4, 0, _TID_X))))
+_LOW_BITS_OF_TID_X = frozenset(t.get_id() for t in _LOW_BITS_TERMS)
 
 #: The launches whose models `Prover.refuted` evaluates a claim in, as
 #: (size of the first unknown, step to the next, threads along x, blocks):
@@ -607,6 +611,11 @@ def outermost(
     return found
 
 
+def _is_product(node: z3.ExprRef) -> bool:
+    """A product of two or more unknowns (`_is_product_node` on a wrapped term)."""
+    return _is_product_node(node.ctx_ref(), node.as_ast())
+
+
 def _is_application(node: z3.ExprRef) -> bool:
     """An application of an uninterpreted function to arguments: a load or a float operation."""
     return z3.is_app(node) and node.num_args() > 0 and node.decl().kind() == z3.Z3_OP_UNINTERPRETED
@@ -718,10 +727,10 @@ def _broken(claim: z3.BoolRef) -> bool:
         return False
     if a.decl().kind() != z3.Z3_OP_UNINTERPRETED or a.num_args() == 0:
         return False
-    return any(_apart(x, y) for x, y in zip(a.children(), b.children(), strict=True))
+    return any(_a_number_apart(x, y) for x, y in zip(a.children(), b.children(), strict=True))
 
 
-def _apart(x: z3.ExprRef, y: z3.ExprRef) -> bool:
+def _a_number_apart(x: z3.ExprRef, y: z3.ExprRef) -> bool:
     """Whether two arguments differ by a number other than 0 whatever their unknowns."""
     if not (z3.is_bv(x) and z3.is_bv(y)):
         return False
@@ -919,8 +928,7 @@ class Prover:
         lap3d's ``u(i-1)`` took most of detection's effort limit, and so
         held or not by the order Z3 gave the operands, which depends on
         every term the process made before (CI's full run lost it)."""
-        if self._lane_is_tid_x(hypotheses):
-            a, b = z3.substitute(a, (_LANEID, _TID_X)), z3.substitute(b, (_LANEID, _TID_X))
+        a, b = self._lanes_as_threads(hypotheses, a, b)
         a, b = _rejoined(a), _rejoined(b)
         if self._same(a, b):
             return True, False
@@ -1106,7 +1114,7 @@ class Prover:
     @staticmethod
     def _loads_in_products(terms: Sequence[z3.ExprRef]) -> list[z3.ExprRef]:
         """The outermost bit-vector loads inside products of unknowns that do not name the thread."""
-        products = outermost(terms, lambda n: _is_product_node(n.ctx_ref(), n.as_ast()), _nonlinear)
+        products = outermost(terms, _is_product, _nonlinear)
         return [
             app for app in outermost(products, _is_application) if z3.is_bv(app) and not _mentions_thread(app)
         ]
@@ -1114,7 +1122,7 @@ class Prover:
     def _in_products(self, terms: Sequence[z3.ExprRef]) -> list[z3.ExprRef]:
         """The unknowns (but the thread's x position) inside products of unknowns."""
         found: dict[str, z3.ExprRef] = {}
-        for product in outermost(terms, lambda n: _is_product_node(n.ctx_ref(), n.as_ast()), _nonlinear):
+        for product in outermost(terms, _is_product, _nonlinear):
             for c in self._constants.of(product):
                 found.setdefault(c.decl().name(), c)
         moving = (_TID_X.decl().name(), _LANEID.decl().name())
@@ -1156,13 +1164,10 @@ class Prover:
         """
         if depth > 16:
             return self.equal(hypotheses, a, b)
-        if depth == 0 and self._lane_is_tid_x(hypotheses):
-            # Rows of one warp (GCC's vector loops): the lane model's lane ids
-            # and the thread's ids are one number, and the two sides compare
-            # as terms only once they are written alike (gfortran's lap3d:
-            # the stride times ``laneid - 1`` against the stride times
-            # ``tid.x``); so also in `equal`, which the cases end in.
-            a, b = z3.substitute(a, (_LANEID, _TID_X)), z3.substitute(b, (_LANEID, _TID_X))
+        if depth == 0:
+            # The conditions split on below name lanes too (`equal`, which
+            # the cases end in, writes its own sides so as well).
+            a, b = self._lanes_as_threads(hypotheses, a, b)
         a = _if_outside(a)
         if z3.is_app_of(a, z3.Z3_OP_ITE):
             cond, then, other = a.arg(0), a.arg(1), a.arg(2)
@@ -1200,17 +1205,26 @@ class Prover:
             needs_no_wrap |= no_wrap
         return True, needs_no_wrap
 
+    def _lanes_as_threads(
+        self, hypotheses: Sequence[z3.BoolRef], a: z3.ExprRef, b: z3.ExprRef
+    ) -> tuple[z3.ExprRef, z3.ExprRef]:
+        """``a`` and ``b`` with ``%laneid`` written ``%tid.x`` where the
+        hypotheses make them one number (`_lane_is_tid_x`): rows of one warp
+        (GCC's vector loops), where the two sides compare as terms only once
+        they are written alike (gfortran's lap3d: the stride times ``laneid -
+        1`` against the stride times ``tid.x``)."""
+        if not self._lane_is_tid_x(hypotheses):
+            return a, b
+        return z3.substitute(a, (_LANEID, _TID_X)), z3.substitute(b, (_LANEID, _TID_X))
+
     def _lane_is_tid_x(self, hypotheses: Sequence[z3.BoolRef]) -> bool:
         """Whether the hypotheses make ``%laneid`` equal ``%tid.x``: they
         state the executor's axiom ``%laneid == %tid.x % 32`` and bound
         ``%tid.x`` below 32 (a block 32 threads wide)."""
         facts = self._facts(hypotheses)
-        low_bits = {
-            simplify(_TID_X & 31).get_id(),
-            simplify(z3.ZeroExt(27, z3.Extract(4, 0, _TID_X))).get_id(),
-        }
         axiom = any(
-            z3.is_eq(f) and f.arg(0).eq(_LANEID) and simplify(f.arg(1)).get_id() in low_bits for f in facts
+            z3.is_eq(f) and f.arg(0).eq(_LANEID) and simplify(f.arg(1)).get_id() in _LOW_BITS_OF_TID_X
+            for f in facts
         )
         bounded = any(
             z3.is_app_of(f, z3.Z3_OP_ULT)

@@ -1243,6 +1243,9 @@ class SymbolicExecutor:
         self._splits: dict[int, tuple[BV, tuple[str | None, int]]] = {}
         self._bases: dict[int, tuple[BV, str | None]] = {}
         self._stack_rooted: dict[int, tuple[BV, bool]] = {}
+        # Per generic address, the space it reaches (`_memory_space`): asked by
+        # the trace, the lookup and the store of one access.
+        self._memories: dict[int, tuple[BV, str]] = {}
         # Address differences' pure forms (`affine`), by (difference id, sizes):
         # sibling flows compare the same addresses (GCC's -O3 npb_bt y_solve:
         # 6,722 comparisons of 1,296 differences).
@@ -1742,14 +1745,18 @@ class SymbolicExecutor:
         ``-O0`` builds lost most of their shuffles to such stores."""
         if space != "generic":
             return space
+        return remember(self._memories, address.get_id(), address, lambda: self._generic_reaches(address))
+
+    def _generic_reaches(self, address: BV) -> str:
+        """`_memory_space` of a generic address, computed."""
         base = self._base_term(address)
         if base is not None:
             declared = self._space_of(self.symbols.get(base, base[1:]))
-            return _normalize_space(declared) if declared is not None else space
+            return _normalize_space(declared) if declared is not None else "generic"
         for term in _summands(address):
             if z3.is_const(term) and term.size() == 64 and term.decl().name() in self.param_names:
                 return ".global"
-        return space
+        return "generic"
 
     def _thread_private(self, space: str | None, address: BV) -> bool:
         """Whether a load of ``address`` in ``space`` reads a thread's own
